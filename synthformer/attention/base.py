@@ -1,0 +1,94 @@
+"""Shared interface of the synthesizing functions.
+
+A synthesizing function turns the input into attention *logits* for one layer, all heads at once.
+It returns them in one of two forms, so the layer can pick the fastest exact way to use them:
+
+* :class:`DotLogits` -- ``S = q @ k^T`` for per-head feature tables ``q`` (queries) and ``k`` (keys).
+  Vanilla attention, Dense (token features against learned per-position keys) and Factorized Random
+  (two learned position tables) all have this form, which fits fused attention kernels.
+* :class:`FullLogits` -- the logits themselves, ``S`` of shape (B or 1, H, Lq, Lk).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+
+@dataclass
+class DotLogits:
+    """Logits ``q @ k^T``; any scale is already folded into ``q``."""
+
+    q: Tensor  # (B or 1, H, Lq, E)
+    k: Tensor  # (B or 1, H, Lk, E)
+
+    def scaled(self, alpha: Tensor) -> "DotLogits":
+        """Multiply the logits by a per-head weight ``alpha`` of shape (H,)."""
+        return DotLogits(self.q * alpha.view(1, -1, 1, 1), self.k)
+
+    def materialize(self) -> Tensor:
+        return self.q @ self.k.transpose(-2, -1)  # (B or 1, H, Lq, Lk)
+
+
+@dataclass
+class FullLogits:
+    """Logits given in full."""
+
+    s: Tensor  # (B or 1, H, Lq, Lk)
+
+    def scaled(self, alpha: Tensor) -> "FullLogits":
+        return FullLogits(self.s * alpha.view(1, -1, 1, 1))
+
+    def materialize(self) -> Tensor:
+        return self.s
+
+
+@dataclass(frozen=True)
+class SynthesizerOptions:
+    """Options of the synthesizing functions (stored in every model config)."""
+
+    factorized_k: int = 8  # rank k of Factorized Random (paper: 8; 32 for encoding tasks)
+    dense_factors: tuple[int, int] | None = None  # (a, b) of Factorized Dense with a*b = max_seq_len; None = closest to sqrt
+    random_init_scale: float = 1.0  # multiplies the Xavier-uniform bound of R, R1, R2 (1.0 = official code)
+    bias: bool = True  # biases on the Q/K projections of the dot product (as nn.MultiheadAttention)
+
+
+class Synthesizer(nn.Module):
+    """Base class: one synthesizing function for all heads of one layer.
+
+    Subclasses set the class attributes and implement :meth:`logits`.
+    """
+
+    uses_keys: bool = False  # True when logits need per-key features that incremental decoding caches
+    input_dependent: bool = True  # False when logits do not depend on X (shared by the whole batch)
+
+    def __init__(self, embed_dim: int, num_heads: int, max_seq_len: int, options: SynthesizerOptions):
+        super().__init__()
+        self.embed_dim, self.num_heads, self.max_seq_len = embed_dim, num_heads, max_seq_len
+        self.head_dim = embed_dim // num_heads
+        self.options = options
+
+    def key_features(self, x_k: Tensor) -> Tensor | None:
+        """Per-key features to cache during decoding, (B, H, Lk, E); None for most synthesizers."""
+        return None
+
+    def logits(self, x_q: Tensor, keys: Tensor | None, offset: int, k_len: int) -> DotLogits | FullLogits:
+        """Logits for queries ``x_q`` (B, Lq, d) at positions ``offset .. offset+Lq-1`` over ``k_len`` keys.
+
+        ``keys`` is :meth:`key_features` of all keys (uses_keys only).
+        """
+        raise NotImplementedError
+
+    def split_heads(self, t: Tensor) -> Tensor:
+        """(B, L, H*E) -> (B, H, L, E)."""
+        b, length, _ = t.shape
+        return t.view(b, length, self.num_heads, -1).transpose(1, 2)
+
+
+def xavier_uniform_(t: Tensor, fan_in: int, fan_out: int, scale: float) -> Tensor:
+    """Xavier/Glorot-uniform init with its bound multiplied by ``scale``."""
+    bound = scale * math.sqrt(6.0 / (fan_in + fan_out))
+    with torch.no_grad():
+        return t.uniform_(-bound, bound)

@@ -1,0 +1,25 @@
+"""Random (R): one learned N x N logit matrix per head, shared by every input; ``R_h[:Lq, :Lk]``."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .base import FullLogits, Synthesizer, xavier_uniform_
+
+
+class Random(Synthesizer):
+    input_dependent = False
+    trainable = True
+
+    def __init__(self, embed_dim, num_heads, max_seq_len, options):
+        super().__init__(embed_dim, num_heads, max_seq_len, options)
+        r = xavier_uniform_(torch.empty(num_heads, max_seq_len, max_seq_len), max_seq_len, max_seq_len,
+                            options.random_init_scale)  # (H, N, N)
+        if self.trainable:
+            self.r = nn.Parameter(r)
+        else:  # a buffer: never trained, but saved with the model
+            self.register_buffer("r", r)
+
+    def logits(self, x_q, keys, offset, k_len):
+        lq = x_q.shape[1]
+        return FullLogits(self.r[:, offset:offset + lq, :k_len].unsqueeze(0))  # (1, H, Lq, Lk)
