@@ -1,0 +1,150 @@
+"""Plain data files a user brings: .txt (lm), .tsv (seq2seq / classify), .jsonl (all three).
+
+Formats (one example per line unless said otherwise; blank lines are skipped):
+- ``.txt``, task ``lm``: one document per blank-line-separated block when the file has blank
+  lines, else one document per line.
+- ``.tsv``, task ``seq2seq``: ``src<TAB>tgt``. Task ``classify``: ``label<TAB>text`` by default; a
+  header row decides the order when present: ``label<TAB>text``, ``text<TAB>label`` or
+  ``Source<TAB>Target`` (LRA's TSVs: text, then label). A seq2seq header ``src<TAB>tgt`` /
+  ``source<TAB>target`` is skipped. A line without exactly two fields is an error.
+- ``.jsonl``: ``{"text": ...}`` (lm), ``{"src": ..., "tgt": ...}`` (seq2seq),
+  ``{"text": ..., "label": ...}`` (classify; label a string or an int).
+
+Classification labels become ids by their position in ``meta["labels"]``: the distinct labels
+sorted (numerically when every label is an integer).
+
+A folder holding ``train.EXT``, ``valid.EXT`` (or ``dev.EXT`` / ``validation.EXT``) and
+``test.EXT`` gives the three splits as they are; a single file is split 90/5/5 by a hash of each
+example's content (fixed: it never depends on the seed; duplicates land in the same split).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from .prepare import DataError, DataFileNotFoundError
+
+SUPPORTED = {".txt": ("lm",), ".tsv": ("seq2seq", "classify"), ".jsonl": ("lm", "seq2seq", "classify")}
+_BLANK_LINE = re.compile(r"\n[ \t\r]*\n")
+_CLASSIFY_HEADERS = {("label", "text"): 0, ("text", "label"): 1, ("source", "target"): 1}
+_SEQ2SEQ_HEADERS = {("src", "tgt"), ("source", "target")}
+
+
+def _read_text(path: Path) -> str:
+    if not path.exists():
+        raise DataFileNotFoundError(f"data file not found: {path}")
+    if path.is_dir():
+        raise DataError(f"{path} is a folder; expected a .txt/.tsv/.jsonl file")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if not text.strip():
+        raise DataError(f"data file is empty: {path}")
+    return text
+
+
+def read_lm_txt(path: Path) -> list[str]:
+    """Documents of a .txt file (blank-line-separated blocks, or lines)."""
+    text = _read_text(path).replace("\r\n", "\n")
+    parts = _BLANK_LINE.split(text) if _BLANK_LINE.search(text.strip()) else text.split("\n")
+    return [p.strip() for p in parts if p.strip()]
+
+
+def read_tsv(path: Path, task: str) -> list[tuple]:
+    """seq2seq: [(src, tgt)]; classify: [(text, label_str)] (labels mapped later)."""
+    lines = _read_text(path).replace("\r\n", "\n").split("\n")
+    label_col = 0
+    start = 0
+    first = next((i for i, line in enumerate(lines) if line.strip()), 0)
+    head = tuple(f.strip().lower() for f in lines[first].split("\t"))
+    if task == "classify" and head in _CLASSIFY_HEADERS:
+        label_col, start = _CLASSIFY_HEADERS[head], first + 1
+    elif task == "seq2seq" and head in _SEQ2SEQ_HEADERS:
+        start = first + 1
+    out = []
+    for n, line in enumerate(lines[start:], start=start + 1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise DataError(f"{path}:{n}: expected 2 tab-separated fields, found {len(fields)}: "
+                            f"{line[:60]!r}")
+        a, b = (f.strip() for f in fields)
+        if task == "seq2seq":
+            out.append((a, b))
+        else:
+            label, text = (a, b) if label_col == 0 else (b, a)
+            out.append((text, label))
+    if not out:
+        raise DataError(f"no examples in {path}")
+    return out
+
+
+_JSONL_KEYS = {"lm": ("text",), "seq2seq": ("src", "tgt"), "classify": ("text", "label")}
+
+
+def read_jsonl(path: Path, task: str) -> list:
+    """lm: [text]; seq2seq: [(src, tgt)]; classify: [(text, label)] with label as found."""
+    keys = _JSONL_KEYS[task]
+    out = []
+    for n, line in enumerate(_read_text(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(f"{path}:{n}: invalid JSON ({e.msg})") from None
+        if not isinstance(obj, dict) or any(k not in obj for k in keys):
+            raise DataError(f"{path}:{n}: task {task!r} needs a JSON object with keys {list(keys)}")
+        vals = tuple(obj[k] for k in keys)
+        out.append(vals[0] if task == "lm" else vals)
+    if not out:
+        raise DataError(f"no examples in {path}")
+    return out
+
+
+def label_names(labels) -> list[str]:
+    """Distinct labels as strings, sorted numerically when all are integers."""
+    names = sorted({str(x).strip() for x in labels})
+    if all(re.fullmatch(r"-?\d+", s) for s in names):
+        names.sort(key=int)
+    return names
+
+
+def read_file(path: Path, task: str) -> list:
+    """Raw examples of one user file for `task` (classify labels still as strings)."""
+    ext = path.suffix.lower()
+    if ext not in SUPPORTED:
+        if not path.exists():
+            raise DataFileNotFoundError(f"data file not found: {path}")
+        raise DataError(f"unsupported data file type {ext!r} ({path}); use one of {sorted(SUPPORTED)}")
+    if task not in SUPPORTED[ext]:
+        raise DataError(f"a {ext} file holds tasks {list(SUPPORTED[ext])}, not {task!r} ({path})")
+    if ext == ".txt":
+        return read_lm_txt(path)
+    if ext == ".tsv":
+        return read_tsv(path, task)
+    out = read_jsonl(path, task)
+    if task == "lm":
+        return [str(t) for t in out]
+    return [(str(a), b if task == "classify" else str(b)) for a, b in out]
+
+
+def find_split_files(folder: Path) -> dict[str, Path]:
+    """train/valid/test files of one extension inside `folder`."""
+    found: dict[str, Path] = {}
+    for ext in SUPPORTED:
+        names = {"train": ["train"], "valid": ["valid", "dev", "validation"], "test": ["test"]}
+        hits = {}
+        for split, stems in names.items():
+            for stem in stems:
+                if (folder / f"{stem}{ext}").exists():
+                    hits[split] = folder / f"{stem}{ext}"
+                    break
+        if hits:
+            found = hits
+            break
+    missing = [s for s in ("train", "valid", "test") if s not in found]
+    if missing:
+        raise DataError(f"folder {folder} needs train/valid/test files with one of the extensions "
+                        f"{sorted(SUPPORTED)}; missing: {', '.join(missing)}")
+    return found

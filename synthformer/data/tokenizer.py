@@ -1,0 +1,220 @@
+"""Tokenizers: byte-level BPE (Hugging Face `tokenizers`), characters, and raw bytes.
+
+Every tokenizer numbers its special tokens the same way: ``<pad>`` 0, ``<bos>`` 1, ``<eos>`` 2,
+``<unk>`` 3, ``<mask>`` 4; ordinary tokens follow. `encode` never adds specials (the encoding
+helpers in `synthformer.data.batching` do), and text that happens to contain "<pad>" etc. is
+encoded as ordinary text, so ``decode(encode(s)) == s`` for any string with ``bpe`` and ``byte``
+(``char``: for strings made of characters seen in training).
+
+A tokenizer saves to one JSON file, ``tokenizer.json`` inside the given folder (beside the
+checkpoints); `load_tokenizer(folder_or_file)` reads it back.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Iterable
+
+from .prepare import DataError
+
+SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>", "<mask>"]
+PAD, BOS, EOS, UNK, MASK = range(len(SPECIALS))
+FILENAME = "tokenizer.json"
+
+
+class Tokenizer:
+    """Common interface: encode/decode, vocab_size and the special ids."""
+
+    kind = ""
+    pad_id, bos_id, eos_id, unk_id, mask_id = PAD, BOS, EOS, UNK, MASK
+    specials = SPECIALS
+
+    @property
+    def vocab_size(self) -> int:
+        raise NotImplementedError
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of `text`, without special tokens."""
+        raise NotImplementedError
+
+    def decode(self, ids: Iterable[int], skip_special: bool = True) -> str:
+        """Text of `ids`; special tokens are dropped (or written as "<eos>" etc.)."""
+        raise NotImplementedError
+
+    def _state(self) -> dict:
+        raise NotImplementedError
+
+    def save(self, folder: str | os.PathLike) -> Path:
+        """Write ``folder/tokenizer.json`` atomically; returns its path."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / FILENAME
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"kind": self.kind, "specials": SPECIALS, **self._state()},
+                                  ensure_ascii=False))
+        os.replace(tmp, path)
+        return path
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(vocab_size={self.vocab_size})"
+
+
+class ByteTokenizer(Tokenizer):
+    """256 byte values after the specials: byte b has id b + 5. For LRA-style byte/pixel tasks.
+
+    `encode` takes a str (UTF-8 bytes), ``bytes``, or a sequence of ints 0..255 (e.g. pixels).
+    """
+
+    kind = "byte"
+    offset = len(SPECIALS)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.offset + 256
+
+    def encode(self, text) -> list[int]:
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        ids = [int(b) + self.offset for b in data]
+        if any(not self.offset <= i < self.offset + 256 for i in ids):
+            bad = next(int(b) for b in data if not 0 <= int(b) < 256)
+            raise ValueError(f"byte tokenizer takes values 0..255, got {bad}")
+        return ids
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The bytes of the non-special ids."""
+        return bytes(i - self.offset for i in ids if i >= self.offset)
+
+    def decode(self, ids: Iterable[int], skip_special: bool = True) -> str:
+        if skip_special:
+            return self.decode_bytes(ids).decode("utf-8", errors="replace")
+        parts, buf = [], []
+        for i in ids:
+            if i >= self.offset:
+                buf.append(i - self.offset)
+            else:
+                parts.append(bytes(buf).decode("utf-8", errors="replace") + SPECIALS[i])
+                buf = []
+        return "".join(parts) + bytes(buf).decode("utf-8", errors="replace")
+
+    def _state(self) -> dict:
+        return {}
+
+
+class CharTokenizer(Tokenizer):
+    """One id per character seen in training (sorted), after the specials; unseen -> <unk>."""
+
+    kind = "char"
+
+    def __init__(self, chars: Iterable[str]):
+        self.chars = sorted(set(chars))
+        if any(len(c) != 1 for c in self.chars):
+            raise ValueError("CharTokenizer needs single characters")
+        self._ids = {c: i + len(SPECIALS) for i, c in enumerate(self.chars)}
+
+    @classmethod
+    def train(cls, texts: Iterable[str]) -> "CharTokenizer":
+        seen: set[str] = set()
+        for t in texts:
+            seen.update(t)
+        return cls(seen)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(SPECIALS) + len(self.chars)
+
+    def encode(self, text: str) -> list[int]:
+        return [self._ids.get(c, UNK) for c in text]
+
+    def decode(self, ids: Iterable[int], skip_special: bool = True) -> str:
+        n = len(SPECIALS)
+        return "".join(self.chars[i - n] if i >= n else ("" if skip_special else SPECIALS[i])
+                       for i in ids)
+
+    def _state(self) -> dict:
+        return {"chars": self.chars}
+
+
+class BPETokenizer(Tokenizer):
+    """Byte-level BPE from Hugging Face `tokenizers` (GPT-2 style, no prefix space)."""
+
+    kind = "bpe"
+
+    def __init__(self, hf_tokenizer):
+        self.hf = hf_tokenizer
+        self.hf.encode_special_tokens = True  # "<pad>" inside text stays text
+        for i, s in enumerate(SPECIALS):
+            if self.hf.token_to_id(s) != i:
+                raise DataError(f"BPE tokenizer has {s} at id {self.hf.token_to_id(s)}, expected {i}")
+
+    @classmethod
+    def train(cls, texts: Iterable[str], vocab_size: int, min_frequency: int = 2) -> "BPETokenizer":
+        from tokenizers import Tokenizer as HFTokenizer, decoders, models, pre_tokenizers, trainers
+
+        floor = len(SPECIALS) + 256
+        if vocab_size < floor:
+            raise ValueError(f"byte-level BPE needs vocab_size >= {floor} (specials + 256 bytes), "
+                             f"got {vocab_size}")
+        hf = HFTokenizer(models.BPE())
+        hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        hf.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                      special_tokens=SPECIALS, show_progress=False,
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        hf.train_from_iterator(texts, trainer=trainer)
+        return cls(hf)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.hf.get_vocab_size()
+
+    def encode(self, text: str) -> list[int]:
+        return self.hf.encode(text, add_special_tokens=False).ids
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        """Faster `encode` of many texts (Rust threads)."""
+        return [e.ids for e in self.hf.encode_batch(texts, add_special_tokens=False)]
+
+    def decode(self, ids: Iterable[int], skip_special: bool = True) -> str:
+        return self.hf.decode(list(ids), skip_special_tokens=skip_special)
+
+    def _state(self) -> dict:
+        return {"hf": json.loads(self.hf.to_str())}
+
+
+TOKENIZERS = {"bpe": BPETokenizer, "char": CharTokenizer, "byte": ByteTokenizer}
+
+
+def build_tokenizer(kind: str, texts: Iterable[str] | None = None, *, vocab_size: int = 8000,
+                    min_frequency: int = 2) -> Tokenizer:
+    """Make a tokenizer: "bpe" (trained on `texts`, `vocab_size` includes specials and the 256
+    bytes), "char" (the characters of `texts`) or "byte" (needs no texts)."""
+    if kind not in TOKENIZERS:
+        raise ValueError(f"unknown tokenizer {kind!r}; valid: {', '.join(TOKENIZERS)}")
+    if kind == "byte":
+        return ByteTokenizer()
+    if texts is None:
+        raise ValueError(f"tokenizer {kind!r} needs training texts")
+    if kind == "char":
+        return CharTokenizer.train(texts)
+    return BPETokenizer.train(texts, vocab_size, min_frequency)
+
+
+def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
+    """Read a tokenizer saved with `Tokenizer.save` (a folder holding tokenizer.json, or the file)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / FILENAME
+    if not path.exists():
+        raise FileNotFoundError(f"tokenizer file not found: {path}")
+    state = json.loads(path.read_text())
+    kind = state.get("kind")
+    if kind == "byte":
+        return ByteTokenizer()
+    if kind == "char":
+        return CharTokenizer(state["chars"])
+    if kind == "bpe":
+        from tokenizers import Tokenizer as HFTokenizer
+
+        return BPETokenizer(HFTokenizer.from_str(json.dumps(state["hf"])))
+    raise DataError(f"{path} is not a synthformer tokenizer (kind={kind!r}); valid kinds: {list(TOKENIZERS)}")
