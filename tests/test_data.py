@@ -127,6 +127,21 @@ def test_bad_names_and_tasks():
         load_source("listops", "classify", max_examples=5, depth=3)
 
 
+def test_fetch_debian_package_fresh_cache(tmp_path, capsys):
+    """The real apt-get download + dpkg -x path, into an empty cache (fortunes-min is ~60 kB)."""
+    from synthformer.data.prepare import MARKER, fetch_debian_package
+
+    try:
+        root = fetch_debian_package("fortunes-min", tmp_path)
+    except SourceNotInstalledError as e:
+        pytest.skip(f"apt cannot fetch here: {e}")
+    assert (root / MARKER).exists() and (root / "usr/share/games/fortunes/riddles").is_file()
+    assert "apt-get download fortunes-min" in capsys.readouterr().out
+    assert fetch_debian_package("fortunes-min", tmp_path) == root  # idempotent, nothing fetched
+    assert "already in" in capsys.readouterr().out
+    assert [p.name for p in tmp_path.joinpath("debian").iterdir()] == ["fortunes-min"]  # no temp left
+
+
 def test_not_installed_message(tmp_path, monkeypatch):
     monkeypatch.setenv("SYNTHFORMER_DATA", str(tmp_path / "empty-cache"))
     if SOURCES["fashion-mnist"].installed():  # installed system-wide: nothing to check
@@ -198,7 +213,7 @@ def test_fashion_mnist_real():
     x, y = s.train[0]
     assert len(x) == 784 and all(0 <= v <= 255 for v in x) and 0 <= y < 10 and max(x) > 0
     assert s.meta["labels"][9] == "Ankle boot"
-    tok = build_tokenizer("byte")
+    tok = build_tokenizer("pixel")
     enc = encode_labelled(s.train[:4], tok)
     assert enc[0][0] == [v + 5 for v in x] and tok.decode_bytes(enc[0][0]) == bytes(x)
 
@@ -305,6 +320,22 @@ def test_encode_helpers():
     with pytest.raises(ValueError, match="1 of 2 inputs longer than max_len=3"):
         encode_labelled([("abcd", 0), ("ab", 1)], tok, max_len=3, strict=True)
     assert encode_labelled([("ab", 1)], tok, add_bos=True) == [([1, 0x61 + 5, 0x62 + 5], 1)]
+
+
+def test_real_pipeline_chitchat(bpe):
+    """chitchat -> BPE -> eos-joined stream -> LM batches; and seq2seq pairs -> padded batches."""
+    s = load_source("chitchat", "lm", max_examples=40)
+    stream = encode_lm(s.train, bpe)
+    assert (stream == bpe.eos_id).sum() == 40
+    first = bpe.decode(stream[: int((stream == bpe.eos_id).nonzero()[0]) + 1].tolist())
+    assert first == s.train[0]
+    batch = next(iter(LMBatches(stream, seq_len=32, batch_size=4)))
+    assert batch["tokens"].shape == (4, 33) and int(batch["tokens"].max()) < bpe.vocab_size
+    with pytest.warns(UserWarning, match="sources longer than max_len=64.*; .*targets") as rec:
+        pairs = encode_pairs(load_source("chitchat", "seq2seq", max_examples=30).train, bpe, max_len=64)
+    assert len(rec) == 1  # one warning per call, with the counts
+    b = next(iter(SequenceBatches(pairs, bpe.pad_id, batch_size=8)))
+    assert b["src"].shape[0] == 8 and b["src"].shape[1] <= 64 and b["tgt"][:, 0].eq(bpe.bos_id).all()
 
 
 # ----------------------------------------------------------------------------- batching

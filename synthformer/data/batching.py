@@ -22,23 +22,34 @@ Example = tuple  # (src_ids, tgt_ids) for seq2seq, (ids, label) for classify
 
 
 # ----------------------------------------------------------------------------- encoding
-def _truncate(seqs: list[list[int]], max_len: int | None, strict: bool, what: str,
-              keep_last: bool = False) -> list[list[int]]:
-    """Cut sequences to `max_len` (keeping the final token when `keep_last`), warn once with a count."""
-    if max_len is None:
-        return seqs
+def _truncate(seqs: list[list[int]], max_len: int | None,
+              keep_last: bool = False) -> tuple[list[list[int]], int, int]:
+    """Cut sequences to `max_len` (keeping the final token when `keep_last`).
+
+    Returns (sequences, how many were too long, the longest length seen).
+    """
+    if max_len is None or not seqs:
+        return seqs, 0, 0
     if max_len < (2 if keep_last else 1):
         raise ValueError(f"max_len must be >= {2 if keep_last else 1}, got {max_len}")
     long = sum(len(s) > max_len for s in seqs)
+    longest = max(len(s) for s in seqs)
     if long:
-        longest = max(len(s) for s in seqs)
-        msg = f"{long} of {len(seqs)} {what} longer than max_len={max_len} (longest {longest})"
-        if strict:
-            raise ValueError(msg + "; raise max_len or pass strict=False to truncate")
-        warnings.warn(msg + "; truncated", stacklevel=3)
         seqs = [s if len(s) <= max_len else (s[:max_len - 1] + s[-1:] if keep_last else s[:max_len])
                 for s in seqs]
-    return seqs
+    return seqs, long, longest
+
+
+def _report(counts: list[tuple[str, int, int, int, int | None]], strict: bool) -> None:
+    """One warning (or error with `strict`) for a whole encoding call: (what, long, total, longest, max_len)."""
+    parts = [f"{long} of {total} {what} longer than max_len={m} (longest {longest})"
+             for what, long, total, longest, m in counts if long]
+    if not parts:
+        return
+    msg = "; ".join(parts)
+    if strict:
+        raise ValueError(msg + "; raise max_len or pass strict=False to truncate")
+    warnings.warn(msg + "; truncated", stacklevel=3)
 
 
 def _encode_all(tok: Tokenizer, texts: Sequence) -> list[list[int]]:
@@ -52,7 +63,8 @@ def encode_lm(texts: Sequence[str], tok: Tokenizer, *, max_len: int | None = Non
     """One 1-D LongTensor: each document's ids followed by <eos> (documents cut to `max_len`
     tokens including the <eos> first)."""
     docs = [ids + [tok.eos_id] for ids in _encode_all(tok, texts)]
-    docs = _truncate(docs, max_len, strict, "documents", keep_last=True)
+    docs, long, longest = _truncate(docs, max_len, keep_last=True)
+    _report([("documents", long, len(docs), longest, max_len)], strict)
     flat = [i for d in docs for i in d]
     return torch.tensor(flat, dtype=torch.long)  # (N,)
 
@@ -64,9 +76,11 @@ def encode_pairs(pairs: Sequence[tuple[str, str]], tok: Tokenizer, *, max_len: i
     counting the special tokens; truncation keeps the final <eos>."""
     src = [s + [tok.eos_id] for s in _encode_all(tok, [p[0] for p in pairs])]
     tgt = [[tok.bos_id] + t + [tok.eos_id] for t in _encode_all(tok, [p[1] for p in pairs])]
-    src = _truncate(src, max_len, strict, "sources", keep_last=True)
-    tgt = _truncate(tgt, max_tgt_len if max_tgt_len is not None else max_len, strict, "targets",
-                    keep_last=True)
+    tgt_max = max_tgt_len if max_tgt_len is not None else max_len
+    src, src_long, src_longest = _truncate(src, max_len, keep_last=True)
+    tgt, tgt_long, tgt_longest = _truncate(tgt, tgt_max, keep_last=True)
+    _report([("sources", src_long, len(src), src_longest, max_len),
+             ("targets", tgt_long, len(tgt), tgt_longest, tgt_max)], strict)
     return list(zip(src, tgt))
 
 
@@ -77,7 +91,8 @@ def encode_labelled(items: Sequence[tuple], tok: Tokenizer, *, max_len: int | No
     ids = _encode_all(tok, [x for x, _ in items])
     if add_bos:
         ids = [[tok.bos_id] + s for s in ids]
-    ids = _truncate(ids, max_len, strict, "inputs")
+    ids, long, longest = _truncate(ids, max_len)
+    _report([("inputs", long, len(ids), longest, max_len)], strict)
     return [(s, int(lbl)) for s, (_, lbl) in zip(ids, items)]
 
 

@@ -182,16 +182,17 @@ class BPETokenizer(Tokenizer):
         return {"hf": json.loads(self.hf.to_str())}
 
 
-TOKENIZERS = {"bpe": BPETokenizer, "char": CharTokenizer, "byte": ByteTokenizer}
+TOKENIZERS = {"bpe": BPETokenizer, "char": CharTokenizer, "byte": ByteTokenizer,
+              "pixel": ByteTokenizer}  # pixel values 0..255 are bytes (LRA Image)
 
 
 def build_tokenizer(kind: str, texts: Iterable[str] | None = None, *, vocab_size: int = 8000,
                     min_frequency: int = 2) -> Tokenizer:
     """Make a tokenizer: "bpe" (trained on `texts`, `vocab_size` includes specials and the 256
-    bytes), "char" (the characters of `texts`) or "byte" (needs no texts)."""
+    bytes), "char" (the characters of `texts`) or "byte" / "pixel" (the same; needs no texts)."""
     if kind not in TOKENIZERS:
         raise ValueError(f"unknown tokenizer {kind!r}; valid: {', '.join(TOKENIZERS)}")
-    if kind == "byte":
+    if TOKENIZERS[kind] is ByteTokenizer:
         return ByteTokenizer()
     if texts is None:
         raise ValueError(f"tokenizer {kind!r} needs training texts")
