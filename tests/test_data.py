@@ -218,6 +218,16 @@ def test_fashion_mnist_real():
     assert enc[0][0] == [v + 5 for v in x] and tok.decode_bytes(enc[0][0]) == bytes(x)
 
 
+def test_sentiment_real():
+    _prepared("sentiment")
+    s = load_source("sentiment", "classify")
+    items = s.train + s.valid + s.test
+    assert 10_500 < len(items) < 10_605 and s.meta["labels"] == ["negative", "positive"]
+    texts = {t: y for t, y in items}
+    assert texts["Effective but too tepid biopic"] == 0
+    assert 0.45 < sum(texts.values()) / len(texts) < 0.55
+
+
 def _eval_listops(text: str) -> int:
     """Independent stack evaluator of the bracket form."""
     stack = [[]]

@@ -114,3 +114,40 @@ def fetch_debian_package(package: str, cache: str | os.PathLike | None = None) -
                 raise
     print(f"{package}: unpacked into {root}")
     return root
+
+
+VADER_VERSION = "3.3.2"
+VADER_MEMBER = "hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt"
+
+
+def fetch_vader_movie_reviews(cache: str | os.PathLike | None = None) -> Path:
+    """Fetch the VADER sdist with `pip download` and keep its movie-review sentences; idempotent.
+
+    Returns ``<cache>/pypi/vader/movie_reviews.tsv`` (id, mean human rating -4..4, sentence).
+    """
+    import sys
+    import tarfile
+
+    dest = cache_dir(cache) / "pypi" / "vader" / "movie_reviews.tsv"
+    if dest.exists():
+        print(f"vaderSentiment movie reviews: already in {dest}")
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
+        tmp = Path(tmp)
+        res = _run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
+                    f"vaderSentiment=={VADER_VERSION}", "-d", str(tmp)], tmp)
+        sdists = sorted(tmp.glob("vaderSentiment-*.tar.gz"))
+        if res.returncode != 0 or not sdists:
+            raise SourceNotInstalledError(
+                f"`pip download vaderSentiment=={VADER_VERSION}` failed: "
+                f"{(res.stderr.strip().splitlines() or ['?'])[-1]}")
+        with tarfile.open(sdists[0]) as outer:
+            inner_name = next(n for n in outer.getnames() if n.endswith("hutto_ICWSM_2014.tar.gz"))
+            with tarfile.open(fileobj=outer.extractfile(inner_name)) as inner:
+                data = inner.extractfile(VADER_MEMBER).read()
+        part = tmp / "movie_reviews.tsv"
+        part.write_bytes(data)
+        os.replace(part, dest)
+    print(f"vaderSentiment movie reviews: written to {dest}")
+    return dest

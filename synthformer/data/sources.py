@@ -30,7 +30,7 @@ from typing import Callable
 
 from . import bible, files, listops
 from .prepare import (DataError, DataFileNotFoundError, SourceNotInstalledError,
-                      fetch_debian_package, find_package_file)
+                      fetch_debian_package, fetch_vader_movie_reviews, find_package_file)
 from .prepare import cache_dir as data_cache_dir
 
 TASKS = ("lm", "seq2seq", "classify")
@@ -314,6 +314,29 @@ def _load_fashion_mnist(task, max_examples, seed, **options):
                         "split": "official test; last 5,000 training images as valid"}
 
 
+# ----------------------------------------------------------------------------- sentiment
+def _vader_path() -> Path:
+    return data_cache_dir() / "pypi" / "vader" / "movie_reviews.tsv"
+
+
+def _load_sentiment(task, max_examples, seed, **options):
+    """Movie-review sentences with mean human sentiment ratings (Hutto & Gilbert 2014, shipped in
+    the vaderSentiment sdist): label 1 (positive) when the rating is > 0, 0 (negative) when < 0;
+    the 37 sentences rated exactly 0 are dropped. Split 90/5/5 by SHA-1 of the sentence."""
+    _no_options("sentiment", options)
+    path = _vader_path()
+    if not path.exists():
+        raise SourceNotInstalledError("vaderSentiment movie reviews are not in the cache")
+    items = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[2].strip() and float(fields[1]) != 0:
+            items.append((fields[2].strip(), int(float(fields[1]) > 0)))
+    splits = split_by_hash(items, [t for t, _ in items])
+    return _capped(splits, max_examples, seed), {"labels": ["negative", "positive"],
+                                                 "split": "90/5/5 by SHA-1 of sentence"}
+
+
 # ----------------------------------------------------------------------------- ListOps
 def _load_listops(task, max_examples, seed, **options):
     """ListOps generated with the LRA algorithm (see `synthformer.data.listops`); options are
@@ -355,6 +378,7 @@ class _Source:
     packages: tuple[str, ...]  # Debian packages `prepare_source` fetches (empty: nothing to fetch)
     installed: Callable[[], bool]  # whether the files are here
     how_to_get: str  # hint printed when missing
+    fetch: Callable | None = None  # other fetcher (cache folder -> path), e.g. a PyPI sdist
 
 
 _SWORD_CONF = "usr/share/sword/mods.d/{}.conf"
@@ -388,6 +412,10 @@ SOURCES: dict[str, _Source] = {
                              _packages_installed(("dataset-fashion-mnist",
                                                   "usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")),
                              "synthformer data prepare fashion-mnist"),
+    "sentiment": _Source(_load_sentiment, ("classify",),
+                         "10.6k movie-review sentences, positive/negative (vaderSentiment sdist, MIT)",
+                         (), lambda: _vader_path().exists(), "synthformer data prepare sentiment",
+                         fetch=fetch_vader_movie_reviews),
     "listops": _Source(_load_listops, ("classify",), "ListOps expressions generated with the LRA algorithm, 10 classes",
                        (), lambda: True, "nothing to get: generated on the fly"),
 }
@@ -404,14 +432,17 @@ def prepare_source(name: str, cache_dir: str | os.PathLike | None = None) -> Pat
     """Fetch what source `name` needs into the cache folder (idempotent) and return that folder.
 
     Debian sources: `apt-get download` + `dpkg -x` into ``<cache>/debian/PACKAGE`` (with one
-    `apt-get update` when the package lists are missing). PyPI and generated sources have nothing
-    to fetch. Prints each step.
+    `apt-get update` when the package lists are missing). `sentiment`: `pip download` of the
+    vaderSentiment sdist. Installed PyPI packages and generated sources have nothing to fetch.
+    Prints each step.
     """
     if name not in SOURCES:
         raise DataError(f"unknown data source {name!r}; valid: {', '.join(SOURCES)}")
     src = SOURCES[name]
     folder = data_cache_dir(cache_dir)
-    if not src.packages:
+    if src.fetch is not None:
+        src.fetch(folder)
+    elif not src.packages:
         if not src.installed():
             raise SourceNotInstalledError(f"source {name!r} is not installed: {src.how_to_get}")
         print(f"{name}: nothing to fetch ({src.how_to_get if name == 'listops' else 'installed with pip'})")
