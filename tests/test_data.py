@@ -474,6 +474,21 @@ def test_resume_exact(make, k):
     assert len(got) == len(want) and all(torch.equal(a, b) for a, b in zip(got, want))
 
 
+def test_resume_ddp_from_rank0_state():
+    """DDP: rank 0 alone checkpoints; every rank resumes from that state."""
+    make = [lambda r: LMBatches(torch.arange(2001), 10, 7, seed=3, rank=r, world_size=2),
+            lambda r: SequenceBatches(_seq_examples(80), 0, batch_size=5, seed=3, rank=r, world_size=2)]
+    for mk in make:
+        full = [[_flat(x) for x in _drain(mk(r))] for r in range(2)]
+        rank0 = mk(0)
+        _drain(rank0, 4)
+        for r in range(2):
+            resumed = mk(r)
+            resumed.load_state_dict(rank0.state_dict())
+            rest = [_flat(x) for x in _drain(resumed)]
+            assert all(torch.equal(a, b) for a, b in zip(rest, full[r][4:])) and len(rest) == len(full[r]) - 4
+
+
 def test_resume_refuses_other_arguments():
     a = LMBatches(torch.arange(501), 10, 4, seed=1)
     with pytest.raises(ValueError, match="seed"):

@@ -118,10 +118,14 @@ class _Resumable:
         self.epoch, self.position = int(epoch), 0
 
     def _identity(self) -> dict:
-        return {"seed": self.seed, "world_size": self.world_size, "rank": self.rank}
+        return {"seed": self.seed, "world_size": self.world_size}
 
     def state_dict(self) -> dict:
-        """{"epoch", "position"} plus the arguments that must match on resume."""
+        """{"epoch", "position"} plus the arguments that must match on resume.
+
+        Every rank has the same epoch and position (equal batch counts), so the state rank 0
+        saves can be loaded by all ranks; the rank itself is not part of it.
+        """
         return {"epoch": self.epoch, "position": self.position, **self._identity()}
 
     def load_state_dict(self, state: dict) -> None:
