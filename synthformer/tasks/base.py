@@ -1,0 +1,76 @@
+"""The interface every task implements: data -> batches, loss of a batch, evaluation metrics.
+
+A task holds no loop code (that lives in `synthformer.train`): it says which model kind it trains,
+how to turn `DataSplits` into encoded examples and resumable batchers, the loss of one batch, and
+the metrics of a validation pass.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import torch
+from torch import Tensor
+
+Batch = dict  # name -> tensor, as yielded by the batchers of `synthformer.data.batching`
+
+
+class Task:
+    """Base class; subclasses set the class attributes and implement the methods."""
+
+    name = ""  # registry name
+    model_kind = ""  # ModelConfig.kind this task trains
+    data_task = ""  # the task asked of `synthformer.data.load_source`
+    main_metric = "loss"  # the metric a comparison table reports
+    higher_is_better = False  # direction of `main_metric`
+
+    def model_fields(self, tokenizer, splits) -> dict:
+        """ModelConfig fields fixed by the data: vocabulary size, special ids (+ num_classes)."""
+        return {"vocab_size": tokenizer.vocab_size, "pad_id": tokenizer.pad_id,
+                "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
+
+    def encode(self, examples: list, tokenizer, seq_len: int, strict: bool = False) -> Any:
+        """Token ids of one split's raw examples, cut to `seq_len` (or refused when `strict`)."""
+        raise NotImplementedError
+
+    def batches(self, encoded, tokenizer, seq_len: int, batch_size: int, *, max_tokens: int | None = None,
+                shuffle: bool = True, seed: int = 0, rank: int = 0, world_size: int = 1):
+        """A resumable batcher (state_dict / load_state_dict) over encoded examples."""
+        raise NotImplementedError
+
+    def loss(self, model, batch: Batch, generator: torch.Generator | None = None) -> tuple[Tensor, int]:
+        """(mean loss of the batch, number of predictions it averages over)."""
+        raise NotImplementedError
+
+    def num_tokens(self, batch: Batch) -> int:
+        """Real (non-padding) input tokens in a batch, for tokens/s."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def evaluate(self, model, batches: Iterable[Batch], tokenizer, *, max_batches: int = 0,
+                 **options) -> dict:
+        """Metrics over (at most `max_batches` of) `batches`; default: mean loss per prediction."""
+        total, count = 0.0, 0
+        generator = torch.Generator().manual_seed(1234)  # fixed: evaluations are comparable
+        for i, batch in enumerate(batches):
+            if max_batches and i >= max_batches:
+                break
+            batch = to_device(batch, device_of(model))
+            loss, n = self.loss(model, batch, generator)
+            total, count = total + loss.item() * n, count + n
+        if count == 0:
+            raise ValueError("evaluation saw no batches; the validation split is empty or too small")
+        return {"loss": total / count, "count": count}
+
+
+def to_device(batch: Batch, device) -> Batch:
+    return {k: v.to(device, non_blocking=True) if isinstance(v, Tensor) else v for k, v in batch.items()}
+
+
+def device_of(model) -> torch.device:
+    return next(model.parameters()).device
+
+
+def perplexity(loss: float) -> float:
+    """exp(loss), capped so a diverged run prints a number rather than overflowing."""
+    return math.exp(min(loss, 50.0))

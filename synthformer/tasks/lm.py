@@ -1,0 +1,49 @@
+"""Causal language modelling: predict every next token; metric perplexity."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ..data import LMBatches, encode_lm
+from .base import Task, perplexity
+
+
+class LMTask(Task):
+    """Decoder LM on concatenated documents (each ends with <eos>), cut into blocks of seq_len + 1."""
+
+    name = "lm"
+    model_kind = "lm"
+    data_task = "lm"
+    main_metric = "ppl"
+    higher_is_better = False
+
+    def encode(self, examples, tokenizer, seq_len, strict=False):
+        # documents longer than a block are fine for LM: blocks cross document boundaries
+        return encode_lm(examples, tokenizer)  # (N,)
+
+    def batches(self, encoded, tokenizer, seq_len, batch_size, *, max_tokens=None, shuffle=True,
+                seed=0, rank=0, world_size=1):
+        return LMBatches(encoded, seq_len, batch_size, shuffle=shuffle, seed=seed, rank=rank,
+                         world_size=world_size, drop_last=shuffle)
+
+    def loss(self, model, batch, generator=None):
+        tokens = batch["tokens"]  # (B, L+1)
+        inputs, targets = tokens[:, :-1], tokens[:, 1:]  # (B, L) each
+        logits = model(inputs)  # (B, L, V)
+        pad = model_pad_id(model)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1),
+                               ignore_index=pad)
+        return loss, int((targets != pad).sum())
+
+    def num_tokens(self, batch):
+        return batch["tokens"].shape[0] * (batch["tokens"].shape[1] - 1)
+
+    @torch.no_grad()
+    def evaluate(self, model, batches, tokenizer, *, max_batches=0, **options):
+        out = super().evaluate(model, batches, tokenizer, max_batches=max_batches)
+        return {"loss": out["loss"], "ppl": perplexity(out["loss"]), "tokens": out["count"]}
+
+
+def model_pad_id(model) -> int:
+    """The pad id of a (possibly DDP-wrapped) model."""
+    return getattr(model, "module", model).config.pad_id

@@ -1,0 +1,79 @@
+"""Masked language modelling (BERT-style) on blocks of text: predict the selected tokens.
+
+Of the non-padding, non-special tokens, `mask_prob` (15%) are selected; of those 80% become
+<mask>, 10% a random ordinary token, 10% stay as they are (Devlin et al. 2019). The loss is the
+cross-entropy on the selected positions only. Masking draws from the generator the training loop
+passes (saved in checkpoints, so resume is exact); evaluation uses a fixed one.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ..data import LMBatches, encode_lm
+from .base import Task, perplexity
+
+IGNORE = -100  # cross-entropy target of positions not selected for prediction
+
+
+class MLMTask(Task):
+    """Encoder with an MLM head; metric: perplexity and accuracy on the masked tokens."""
+
+    name = "mlm"
+    model_kind = "mlm"
+    data_task = "lm"
+    main_metric = "ppl"
+    higher_is_better = False
+
+    def __init__(self, mask_prob: float = 0.15, num_specials: int = 5, mask_id: int = 4):
+        if not 0.0 < mask_prob < 1.0:
+            raise ValueError(f"mask_prob must be in (0, 1), got {mask_prob}")
+        self.mask_prob, self.num_specials, self.mask_id = mask_prob, num_specials, mask_id
+
+    def model_fields(self, tokenizer, splits):
+        self.num_specials, self.mask_id = len(tokenizer.specials), tokenizer.mask_id
+        return super().model_fields(tokenizer, splits)
+
+    def encode(self, examples, tokenizer, seq_len, strict=False):
+        return encode_lm(examples, tokenizer)  # (N,)
+
+    def batches(self, encoded, tokenizer, seq_len, batch_size, *, max_tokens=None, shuffle=True,
+                seed=0, rank=0, world_size=1):
+        # LMBatches yields seq_len + 1 tokens; the last one is dropped in `mask`
+        return LMBatches(encoded, seq_len, batch_size, shuffle=shuffle, seed=seed, rank=rank,
+                         world_size=world_size, drop_last=shuffle)
+
+    def mask(self, tokens: torch.Tensor, vocab_size: int, generator: torch.Generator | None):
+        """(inputs, targets), both (B, L): targets hold IGNORE where nothing is predicted."""
+        g_device = generator.device if generator is not None else torch.device("cpu")
+        cpu = tokens.to(g_device)
+        ordinary = cpu >= self.num_specials  # (B, L) never mask <pad>/<eos>/...
+        u = torch.rand(cpu.shape, generator=generator, device=g_device)  # (B, L)
+        selected = (u < self.mask_prob) & ordinary
+        if not selected.any():  # a batch must predict something: take the first ordinary token
+            flat = ordinary.flatten().nonzero()
+            if len(flat):
+                selected.view(-1)[flat[0]] = True
+        action = torch.rand(cpu.shape, generator=generator, device=g_device)  # 80/10/10 split
+        randoms = torch.randint(self.num_specials, max(vocab_size, self.num_specials + 1), cpu.shape,
+                                generator=generator, device=g_device)
+        inputs = torch.where(selected & (action < 0.8), torch.full_like(cpu, self.mask_id), cpu)
+        inputs = torch.where(selected & (action >= 0.8) & (action < 0.9), randoms, inputs)
+        targets = torch.where(selected, cpu, torch.full_like(cpu, IGNORE))
+        return inputs.to(tokens.device), targets.to(tokens.device)
+
+    def loss(self, model, batch, generator=None):
+        config = getattr(model, "module", model).config
+        inputs, targets = self.mask(batch["tokens"][:, :-1], config.vocab_size, generator)  # (B, L)
+        logits = model(inputs)  # (B, L, V)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1),
+                               ignore_index=IGNORE)
+        return loss, int((targets != IGNORE).sum())
+
+    def num_tokens(self, batch):
+        return batch["tokens"].shape[0] * (batch["tokens"].shape[1] - 1)
+
+    @torch.no_grad()
+    def evaluate(self, model, batches, tokenizer, *, max_batches=0, **options):
+        out = super().evaluate(model, batches, tokenizer, max_batches=max_batches)
+        return {"loss": out["loss"], "ppl": perplexity(out["loss"]), "masked_tokens": out["count"]}
