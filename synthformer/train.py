@@ -71,7 +71,8 @@ class TrainConfig:
     grad_clip: float = 1.0  # clip the global gradient norm to this; 0 = off
     precision: str = "fp32"  # fp32 | bf16 (autocast on the forward pass; for GPUs)
     eval_every: int = 200  # evaluate on the validation split every N steps (and at the end); 0 = only at the end
-    eval_batches: int = 50  # validation batches per evaluation; 0 = the whole split
+    eval_batches: int = 50  # validation batches per periodic evaluation; 0 = the whole split
+    final_eval_batches: int = 0  # validation batches of the final evaluation; 0 = the whole split
     decode: str = "greedy"  # seq2seq evaluation decoding: greedy | beam
     num_beams: int = 4  # beam width when decode = beam
     decode_examples: int = 100  # seq2seq: validation examples decoded for BLEU / chrF / ROUGE-L; 0 = none
@@ -100,7 +101,8 @@ class TrainConfig:
         for name in ("steps", "batch_size", "log_every", "keep_checkpoints"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
-        for name in ("warmup_steps", "eval_every", "eval_batches", "checkpoint_every", "grad_clip", "lr"):
+        for name in ("warmup_steps", "eval_every", "eval_batches", "final_eval_batches", "checkpoint_every",
+                     "grad_clip", "lr"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 0")
         if self.seq_len is not None and self.seq_len < 2:
@@ -380,6 +382,16 @@ def evaluate(task: Task, model, data: TaskData, cfg: TrainConfig, split: str = "
         model.train(was_training)
 
 
+TIMING_SKIP = 3  # warm-up steps left out of tokens/s
+
+
+def _throughput(counters: dict) -> float:
+    """Training tokens/s over the timed steps (all steps when none was timed yet)."""
+    if counters.get("timed_time", 0) > 0:
+        return counters["timed_tokens"] / counters["timed_time"]
+    return counters["tokens"] / max(counters["train_time"], 1e-9)
+
+
 def _fmt(metrics: dict) -> str:
     return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                     for k, v in metrics.items() if not isinstance(v, (list, dict)))
@@ -446,7 +458,7 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
     mask_generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + d.rank)
     torch.manual_seed(cfg.seed + d.rank)  # dropout differs between ranks, is fixed per rank
     random.seed(cfg.seed + d.rank)
-    step, counters = 0, {"tokens": 0, "train_time": 0.0}
+    step, counters = 0, {"tokens": 0, "train_time": 0.0, "timed_tokens": 0, "timed_time": 0.0}
     ckpt = latest_checkpoint(out) if cfg.resume else None
     if ckpt is not None:
         state = torch.load(ckpt / STATE, map_location="cpu", weights_only=True)
@@ -476,6 +488,7 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
                dynamic_ncols=True, unit="step", leave=True)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.precision == "bf16")
     window_loss, window_n, last_valid = 0.0, 0, None
+    first_step = step  # throughput skips the first TIMING_SKIP steps of each invocation (warm-up)
     model.train()
     while step < cfg.steps:
         t0 = time.perf_counter()
@@ -493,8 +506,12 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
         loss_value = loss.item()  # also waits for the device, so the timing below is honest
         if not math.isfinite(loss_value):
             raise FloatingPointError(f"loss became {loss_value} at step {step}; lower lr or use precision=fp32")
-        counters["train_time"] += time.perf_counter() - t0
-        counters["tokens"] += task.num_tokens(batch) * d.world_size
+        elapsed, tokens = time.perf_counter() - t0, task.num_tokens(batch) * d.world_size
+        counters["train_time"] += elapsed
+        counters["tokens"] += tokens
+        if step - first_step > TIMING_SKIP or cfg.steps - first_step <= 2 * TIMING_SKIP:
+            counters["timed_time"] += elapsed
+            counters["timed_tokens"] += tokens
         window_loss, window_n = window_loss + loss_value, window_n + 1
         bar.update(1)
         if step % cfg.log_every == 0 or step == cfg.steps:
@@ -502,7 +519,7 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
             if d.world_size > 1:
                 torch.distributed.all_reduce(mean.to(device) if device.type == "cuda" else mean)
                 mean = mean.cpu() / d.world_size
-            tps = counters["tokens"] / max(counters["train_time"], 1e-9)
+            tps = _throughput(counters)
             row = {"step": step, "split": "train", "loss": mean.item(), "lr": lr,
                    "grad_norm": float(grad_norm) if grad_norm is not None else None,
                    "tokens": counters["tokens"], "tokens_per_s": tps, "train_time_s": counters["train_time"]}
@@ -512,7 +529,8 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
         if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps:
             if d.main:
                 t1 = time.perf_counter()
-                last_valid = evaluate(task, model, data, cfg)
+                last_valid = evaluate(task, model, data, cfg,
+                                      max_batches=cfg.final_eval_batches if step == cfg.steps else None)
                 logger.write({"step": step, "split": "valid", "tokens": counters["tokens"],
                               **{k: v for k, v in last_valid.items() if not isinstance(v, (list, dict))},
                               "eval_s": time.perf_counter() - t1})
@@ -534,11 +552,11 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
 
     # --- finish: the final weights, then done.json last (a run without it is not complete)
     if last_valid is None and d.main:  # resumed after the last checkpoint but before done.json
-        last_valid = evaluate(task, model, data, cfg)
+        last_valid = evaluate(task, model, data, cfg, max_batches=cfg.final_eval_batches)
     logger.close()
     result = {"step": step, "valid": last_valid, "params": params, "tokens": counters["tokens"],
               "train_time_s": counters["train_time"],
-              "tokens_per_s": counters["tokens"] / max(counters["train_time"], 1e-9),
+              "tokens_per_s": _throughput(counters),
               "wall_s_this_invocation": time.time() - wall0, "world_size": d.world_size,
               "model": model_cfg.to_dict(), "train": cfg.to_dict(), "out": str(out)}
     if d.main:

@@ -1,0 +1,143 @@
+"""Comparison reports: the Markdown table beside the paper's numbers, the paper's findings checked
+on our numbers, and the learning-curve plot. Everything here reads result rows / run folders only."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from .reference_results import CITATION, LABEL, paper_columns
+
+# Per task: (column title, result key, format) of our metrics; the first is the task's main metric.
+METRIC_COLUMNS = {
+    "lm": [("valid PPL", "ppl", "{:.2f}")],
+    "mlm": [("valid PPL", "ppl", "{:.2f}"), ("log PPL", "loss", "{:.3f}")],
+    "seq2seq": [("BLEU", "bleu", "{:.2f}"), ("ROUGE-L", "rougeL", "{:.2f}"), ("valid PPL", "ppl", "{:.2f}")],
+    "classify": [("accuracy %", "accuracy", "{:.2f}")],
+}
+LOWER_IS_BETTER = {"ppl", "loss"}
+
+
+def _fmt(value, spec: str = "{}") -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    return spec.format(value) if isinstance(value, (int, float)) else str(value)
+
+
+def _params(n: int) -> str:
+    return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k"
+
+
+def table_markdown(rows: list[dict], task: str, baseline: str = "V") -> str:
+    """Markdown table: ours (params, metrics, change vs the baseline, tokens/s relative to it) beside the paper's.
+
+    `rows`: dicts with "variant", "params", "metrics" (task metrics) and "tokens_per_s".
+    """
+    ours = METRIC_COLUMNS.get(task, [("loss", "loss", "{:.3f}")])
+    main_title, main_key, _ = ours[0]
+    base = next((r for r in rows if r["variant"] == baseline), None)
+    paper_titles = list(paper_columns(task, baseline))
+    head = ["model", "params"] + [t for t, _, _ in ours] + [f"Δ {main_title} vs {baseline}", "tokens/s",
+                                                            f"speed vs {baseline}"]
+    head += [f"paper: {t}" for t in paper_titles]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for r in rows:
+        m = r.get("metrics") or {}
+        cells = [r["variant"], _params(r["params"])] + [_fmt(m.get(k), f) for _, k, f in ours]
+        if base is not None and m.get(main_key) is not None and (base.get("metrics") or {}).get(main_key):
+            b = base["metrics"][main_key]
+            cells.append(f"{100.0 * (m[main_key] - b) / b:+.1f}%")
+        else:
+            cells.append("—")
+        cells.append(f"{r['tokens_per_s']:,.0f}")
+        cells.append(f"{r['tokens_per_s'] / base['tokens_per_s']:.2f}x" if base else "—")
+        cells += [_fmt(v) for v in paper_columns(task, r["variant"]).values()]
+        lines.append("| " + " | ".join(cells) + " |")
+    if paper_titles:
+        lines.append("")
+        lines.append(f"Columns marked *paper:* are {LABEL} ({CITATION}); compare orderings, not values.")
+    return "\n".join(lines)
+
+
+def findings(rows: list[dict], task: str) -> list[str]:
+    """The paper's findings, each checked on our numbers where the variants needed were run."""
+    ours = METRIC_COLUMNS.get(task, [("loss", "loss", "{:.3f}")])
+    title, key, spec = ours[0]
+    lower = key in LOWER_IS_BETTER
+    val = {r["variant"]: (r.get("metrics") or {}).get(key) for r in rows}
+    val = {k: v for k, v in val.items() if v is not None}
+    better = (lambda a, b: a <= b) if lower else (lambda a, b: a >= b)
+    out = []
+    if "Fix" in val and len(val) > 1:
+        others = {k: v for k, v in val.items() if k != "Fix"}
+        worst_other = max(others.values()) if lower else min(others.values())
+        ok = val["Fix"] > worst_other if lower else val["Fix"] < worst_other
+        out.append(f"Fixed Random clearly worst (paper: yes): {'yes' if ok else 'no'} "
+                   f"(Fix {title} {spec.format(val['Fix'])}; worst of the others {spec.format(worst_other)})")
+    if "V" in val:
+        v = val["V"]
+        for name in ("R", "D"):
+            if name in val:
+                out.append(f"{name} close to V (paper: within ~7% on LM1B): {name}/V = {val[name] / v:.3f} "
+                           f"({spec.format(val[name])} vs {spec.format(v)})")
+        for name in ("R+V", "D+V"):
+            if name in val:
+                ok = better(val[name], v)
+                out.append(f"{name} at or better than V (paper: yes, D+V best on LM1B): {'yes' if ok else 'no'} "
+                           f"({spec.format(val[name])} vs {spec.format(v)})")
+    speed = {r["variant"]: r["tokens_per_s"] for r in rows}
+    if "R" in speed and "V" in speed:
+        out.append(f"R speed vs V (paper, Table 4: 1.09x): {speed['R'] / speed['V']:.2f}x")
+    if "R" in speed and "dynamicconv" in speed:
+        out.append(f"R speed vs dynamicconv (paper, Table 4: 1.61x): {speed['R'] / speed['dynamicconv']:.2f}x")
+    return out
+
+
+def read_metrics(run_dir: str | Path) -> list[dict]:
+    """Rows of a run folder's metrics.jsonl."""
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def plot_curves(runs: dict[str, str | Path], path: str | Path, task: str = "lm", title: str = "") -> Path:
+    """Learning curves of several runs: training loss and the validation main metric against
+    training tokens, one line per run; saved as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metric_title, key, _ = METRIC_COLUMNS.get(task, [("loss", "loss", "")])[0]
+    fig, (ax_train, ax_valid) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for name, run_dir in runs.items():
+        rows = read_metrics(run_dir)
+        train = [r for r in rows if r["split"] == "train"]
+        valid = [r for r in rows if r["split"] == "valid" and r.get(key) is not None]
+        if train:
+            ax_train.plot([r["tokens"] for r in train], _smooth([r["loss"] for r in train]), label=name)
+        if valid:
+            ax_valid.plot([r["tokens"] for r in valid], [r[key] for r in valid], marker="o", ms=3, label=name)
+    ax_train.set(xlabel="training tokens", ylabel="training loss (smoothed)", title="training loss")
+    ax_valid.set(xlabel="training tokens", ylabel=f"validation {metric_title}", title=f"validation {metric_title}")
+    if key in LOWER_IS_BETTER:
+        ax_valid.set_yscale("log")
+    for ax in (ax_train, ax_valid):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _smooth(values: list[float], alpha: float = 0.3) -> list[float]:
+    out, acc = [], None
+    for v in values:
+        acc = v if acc is None else alpha * v + (1 - alpha) * acc
+        out.append(acc)
+    return out
