@@ -302,3 +302,32 @@ def test_gradients_reach_every_parameter(name, causal, impl):
     for pname, p in m.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, pname
     assert x.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("name", CONVS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_band_and_unfold_gradients_agree(name, causal):
+    """The unfold path has a hand-written backward; the band path is plain autograd."""
+    grads = []
+    for impl in ("band", "unfold"):
+        m = make(name, causal=causal, impl=impl, kernel_size=4)
+        x = rand(2, 9).requires_grad_()
+        out, _ = m(x, key_padding_mask=right_padding([9, 5], 9))
+        (out * torch.linspace(-1, 1, D)).sum().backward()
+        grads.append([x.grad] + [p.grad for p in m.parameters()])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, atol=ATOL, rtol=1e-4)
+
+
+@pytest.mark.parametrize("per_position", [False, True])
+def test_tap_conv_gradcheck(per_position):
+    from synthformer.mixers._common import conv_unfold
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 6 + 2, 4, generator=g, dtype=torch.float64, requires_grad=True)  # (B, L+K-1, d)
+    w = torch.randn(2 if per_position else 1, 6 if per_position else 1, 2, 3, generator=g, dtype=torch.float64,
+                    requires_grad=True)  # (Bw, Lw, H, K)
+    assert torch.autograd.gradcheck(lambda a, b: conv_unfold(a, b, 2), (x, w))
+
+
+def test_default_thresholds():
+    assert make("lightconv").band_max_len == 128 and make("dynamicconv").band_max_len == 64

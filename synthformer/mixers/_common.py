@@ -10,7 +10,7 @@ Tap ``k`` of the kernel at output position ``t`` reads input position ``t + k - 
 ``pad_l = K - 1`` for causal mixers (taps t-K+1 .. t) and ``K // 2`` otherwise (centred; for even K
 the extra tap is on the left).
 
-Two ways to apply it, chosen by length (see ``BAND_MAX_LEN``):
+Two exact ways to apply it, chosen by length (see ``BAND_MAX_LEN``):
 
 * band: scatter the kernel into a banded (Bw, H, L, L) matrix and do one batched matmul. For
   LightConv the matrix is shared by the whole batch, so the batch is folded into the GEMM columns.
@@ -23,12 +23,14 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
-# Sequence lengths up to this use the band-matrix path, longer ones the unfold path ("auto").
-# Measured on a 2-core CPU (fp32, d=256, H=4, K=7, B*L=8192, forward+backward): the band matmul
-# costs O(L^2 d) against O(L K d) for unfold, and unfold is already faster at L=256 for
-# LightConv; band only pays off for short sequences, where its GEMM beats unfold's copies.
-BAND_MAX_LEN = 64
+# "auto" uses the band path up to these lengths, unfold above (per mixer, as ``band_max_len``).
+# Measured on a 2-core CPU (fp32, d=256, H=4, K=7, B*L=8192, forward+backward of the convolution,
+# one thread): the band matmul costs O(L^2 d) against O(L K d) for unfold, but is one GEMM; LightConv's
+# band (one matrix for the whole batch) wins up to L=128 (36 vs 41 ms; 65 vs 54 ms at 256),
+# DynamicConv's per-sequence band up to L=64 (41 vs 54 ms; 59 vs 49 ms at 128).
+BAND_MAX_LEN = {"lightconv": 128, "dynamicconv": 64}
 
 IMPLS = ("auto", "band", "unfold")
 
@@ -114,15 +116,55 @@ def conv_band(x: Tensor, w: Tensor, pad_l: int, num_heads: int) -> tuple[Tensor,
     return out, band
 
 
+class _TapConv(torch.autograd.Function):
+    """out[:, t] = sum_j x[:, t + j] * w[.., t, :, j], with a hand-written backward.
+
+    Autograd through K slices would allocate and add K zero-filled input-sized gradients; this
+    backward accumulates into one buffer in place (about 2x faster forward+backward on CPU).
+    """
+
+    @staticmethod
+    def forward(ctx, xh: Tensor, w: Tensor) -> Tensor:  # xh (B, L+K-1, H, d_h), w (Bw, Lw, H, K)
+        k = w.size(-1)
+        length = xh.size(1) - k + 1
+        we = w.unsqueeze(-1)  # (Bw, Lw, H, K, 1): one weight per head, broadcast over its d_h channels
+        out = xh[:, :length] * we[..., 0, :]  # (B, L, H, d_h)
+        for j in range(1, k):
+            out.addcmul_(xh[:, j: j + length], we[..., j, :])
+        ctx.save_for_backward(xh, w)
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:  # grad (B, L, H, d_h)
+        xh, w = ctx.saved_tensors
+        k = w.size(-1)
+        length = xh.size(1) - k + 1
+        grad_x = grad_w = None
+        if ctx.needs_input_grad[0]:
+            we = w.unsqueeze(-1)  # (Bw, Lw, H, K, 1)
+            grad_x = torch.zeros_like(xh)  # (B, L+K-1, H, d_h)
+            for j in range(k):
+                grad_x[:, j: j + length].addcmul_(grad, we[..., j, :])
+        if ctx.needs_input_grad[1]:
+            taps = []
+            for j in range(k):
+                g = (xh[:, j: j + length] * grad).sum(-1)  # (B, L, H)
+                g = g.sum(0, keepdim=True) if w.size(0) == 1 else g  # shared over the batch
+                taps.append(g.sum(1, keepdim=True) if w.size(1) == 1 else g)  # shared over positions
+            grad_w = torch.stack(taps, dim=-1)  # (Bw, Lw, H, K)
+        return grad_x, grad_w
+
+
 def conv_unfold(x_padded: Tensor, w: Tensor, num_heads: int) -> Tensor:
-    """Unfold convolution over an already padded input: x_padded (B, L + K - 1, d), w (Bw, Lw, H, K) -> (B, L, d)."""
-    b, _, d = x_padded.shape
-    k = w.size(-1)
-    taps = x_padded.unfold(1, k, 1)  # (B, L, d, K): a view, no copy
-    length = taps.size(1)
-    taps = taps.view(b, length, num_heads, d // num_heads, k)  # (B, L, H, d_h, K)
-    if w.size(0) == 1 and w.size(1) == 1:
-        out = torch.einsum("blhck,hk->blhc", taps, w[0, 0])  # (B, L, H, d_h)
-    else:
-        out = torch.einsum("blhck,blhk->blhc", taps, w.expand(b, length, -1, -1))  # (B, L, H, d_h)
-    return out.reshape(b, length, d)
+    """Unfold convolution over an already padded input: x_padded (B, L + K - 1, d), w (Bw, Lw, H, K) -> (B, L, d).
+
+    Tap ``j`` of ``x.unfold(1, K, 1)`` is the slice ``x_padded[:, j : j + L]``; the contraction with
+    ``w`` runs tap by tap over these slices (K fused multiply-adds on (B, L, d) views, see
+    :class:`_TapConv`). An einsum over the unfolded view copies it K times over and measured 5-10x
+    slower forward+backward on CPU.
+    """
+    b, padded_len, d = x_padded.shape
+    length = padded_len - w.size(-1) + 1
+    xh = x_padded.reshape(b, padded_len, num_heads, d // num_heads)  # (B, L+K-1, H, d_h)
+    return _TapConv.apply(xh, w).reshape(b, length, d)  # (B, L, d)

@@ -23,7 +23,7 @@ class ConvMixer(nn.Module):
     name = "conv"
 
     def __init__(self, embed_dim: int, num_heads: int, max_seq_len: int, *, causal: bool = False,
-                 dropout: float = 0.0, kernel_size: int = 7, impl: str = "auto", band_max_len: int = BAND_MAX_LEN):
+                 dropout: float = 0.0, kernel_size: int = 7, impl: str = "auto", band_max_len: int | None = None):
         super().__init__()
         check_sizes(self.name, embed_dim, num_heads, max_seq_len, dropout)
         if not isinstance(kernel_size, int) or kernel_size <= 0:
@@ -34,7 +34,8 @@ class ConvMixer(nn.Module):
         self.head_dim = embed_dim // num_heads
         self.causal, self.dropout, self.kernel_size = causal, dropout, kernel_size
         self.impl = impl  # "auto" | "band" | "unfold"; may be changed after construction
-        self.band_max_len = band_max_len  # "auto" uses the band path for L <= band_max_len
+        # "auto" uses the band path for L <= band_max_len; None = the measured default BAND_MAX_LEN[name]
+        self.band_max_len = BAND_MAX_LEN[self.name] if band_max_len is None else band_max_len
         # Taps before the current position: t-K+1 .. t when causal, centred otherwise.
         self.pad_l = kernel_size - 1 if causal else kernel_size // 2
         self.in_proj = nn.Linear(embed_dim, 2 * embed_dim)  # d -> 2d, halved again by the GLU

@@ -9,7 +9,6 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ._common import BAND_MAX_LEN
 from ._conv import ConvMixer
 
 
@@ -22,7 +21,7 @@ class LightConv(ConvMixer):
         dropout: DropConnect on the normalised kernel weights (the paper's weight dropout).
         kernel_size: K, default 7 (fairseq's IWSLT/WMT setups use 3, 7, 15 or 31 per layer).
         impl: "auto" (band matrix for L <= band_max_len, unfold above), "band" or "unfold"; all exact.
-        band_max_len: length threshold of "auto" (default ``BAND_MAX_LEN``).
+        band_max_len: length threshold of "auto" (default ``BAND_MAX_LEN[name]``: 128).
 
     ``forward(..., need_weights=True)`` returns the convolution as a banded (B, H, L, L) matrix.
     """
@@ -30,7 +29,7 @@ class LightConv(ConvMixer):
     name = "lightconv"
 
     def __init__(self, embed_dim: int, num_heads: int, max_seq_len: int, *, causal: bool = False,
-                 dropout: float = 0.0, kernel_size: int = 7, impl: str = "auto", band_max_len: int = BAND_MAX_LEN):
+                 dropout: float = 0.0, kernel_size: int = 7, impl: str = "auto", band_max_len: int | None = None):
         super().__init__(embed_dim, num_heads, max_seq_len, causal=causal, dropout=dropout,
                          kernel_size=kernel_size, impl=impl, band_max_len=band_max_len)
         self.weight = nn.Parameter(torch.empty(num_heads, kernel_size))  # (H, K) kernel logits
