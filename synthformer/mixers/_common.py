@@ -14,7 +14,9 @@ Two exact ways to apply it, chosen by length (see ``BAND_MAX_LEN``):
 
 * band: scatter the kernel into a banded (Bw, H, L, L) matrix and do one batched matmul. For
   LightConv the matrix is shared by the whole batch, so the batch is folded into the GEMM columns.
-* unfold: ``x.unfold`` over time gives a (B, L, d, K) view of the K taps; contract with ``w``.
+* unfold: the K taps of ``x.unfold(1, K, 1)`` (shifted slices of the padded input), contracted with
+  ``w`` tap by tap, with a hand-written backward. O(L K d), no L^2 term. Its backward is not itself
+  differentiable (no double backward; use impl="band" if you need that).
 """
 from __future__ import annotations
 
@@ -161,8 +163,8 @@ def conv_unfold(x_padded: Tensor, w: Tensor, num_heads: int) -> Tensor:
 
     Tap ``j`` of ``x.unfold(1, K, 1)`` is the slice ``x_padded[:, j : j + L]``; the contraction with
     ``w`` runs tap by tap over these slices (K fused multiply-adds on (B, L, d) views, see
-    :class:`_TapConv`). An einsum over the unfolded view copies it K times over and measured 5-10x
-    slower forward+backward on CPU.
+    :class:`_TapConv`). An einsum over the unfolded view copies it K times over and measured several
+    times slower forward+backward on CPU.
     """
     b, padded_len, d = x_padded.shape
     length = padded_len - w.size(-1) + 1
