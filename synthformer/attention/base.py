@@ -37,12 +37,13 @@ class FullLogits:
     """Logits given in full."""
 
     s: Tensor  # (B or 1, H, Lq, Lk)
+    scale: Tensor | None = None  # (H,) per-head factor, kept apart so fast paths apply it block by block
 
     def scaled(self, alpha: Tensor) -> "FullLogits":
-        return FullLogits(self.s * alpha.view(1, -1, 1, 1))
+        return FullLogits(self.s, alpha if self.scale is None else self.scale * alpha)
 
     def materialize(self) -> Tensor:
-        return self.s
+        return self.s if self.scale is None else self.s * self.scale.view(1, -1, 1, 1)
 
 
 @dataclass(frozen=True)

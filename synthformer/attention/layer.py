@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .base import DotLogits, FullLogits, Synthesizer, SynthesizerOptions
+from .blocked import blocked_attention
 from .registry import SYNTHESIZERS, parse_synthesizers, short_spec
 
 
@@ -176,12 +177,8 @@ class SyntheticAttention(nn.Module):
             out, weights = self._reference(terms, v, allowed, bias)
         else:
             weights = None
-            shared = not self.input_dependent and all(
-                m is None or m.dim() == 2 or m.shape[0] == 1 for m in (static, bias))
-            out = self._shared(terms, v, static, bias, key_padding_mask,
-                               (offset, lq, lk, attn_mask is None)) if shared else None
-            if out is None:
-                out = self._fused(terms, v, allowed, bias, key_padding_mask, offset == 0 and lq == lk)
+            out = self._fast(terms, v, static, bias, allowed, key_padding_mask, attn_mask,
+                             (offset, lq, lk, attn_mask is None), memory is None)
         out = out.transpose(1, 2).reshape(b, lq, self.embed_dim)  # (B, Lq, d)
         if weights is not None:
             weights = weights.expand(b, -1, -1, -1)  # (B, H, Lq, Lk)
@@ -191,6 +188,7 @@ class SyntheticAttention(nn.Module):
         """Project values and per-key features, reading and writing the cache."""
         src = x if memory is None else memory
         if cache is not None and memory is not None and cache.static_len is not None:
+            cache.pos += x.shape[1]
             return cache.values, cache.keys  # cross-attention memory, projected on the first step
         v = self.members[0].split_heads(self.v_proj(src))  # (B, H, L, d_h)
         keys = {i: m.key_features(src) for i, m in enumerate(self.members) if m.uses_keys}
@@ -238,11 +236,69 @@ class SyntheticAttention(nn.Module):
         w = F.dropout(w, self.dropout, self.training)
         return w @ v, w  # (B, H, Lq, d_h)
 
+    def _fast(self, terms, v, static, bias, allowed, key_padding_mask, attn_mask, shape_key, is_self):
+        """Pick the fastest exact path (see the module docstring); returns (B, H, Lq, d_h)."""
+        offset, lq, lk, _ = shape_key
+        batch_free = all(m is None or m.dim() == 2 or m.shape[0] == 1 for m in (static, bias))
+        shared = not self.input_dependent and batch_free
+        if self.training and self.dropout > 0:  # dropout needs the weights: shared softmax or SDPA
+            out = self._shared(terms, v, static, bias, key_padding_mask, shape_key) if shared else None
+            return out if out is not None else self._fused(terms, v, allowed, bias, key_padding_mask,
+                                                            offset == 0 and lq == lk)
+        causal_shift = offset if self.causal and is_self else None
+        if shared:
+            if key_padding_mask is not None or not (self.training or torch.is_grad_enabled()):
+                out = self._shared(terms, v, static, bias, key_padding_mask, shape_key)  # cached in eval
+                if out is not None:
+                    return out
+            else:  # one softmax for the whole batch, folded into the value width: (1, H, Lk, B * d_h)
+                b, h, _, dh = v.shape
+                vf = v.permute(1, 2, 0, 3).reshape(1, h, lk, b * dh)
+                out = self._blocked(terms, vf, static, bias, causal_shift)  # (1, H, Lq, B * d_h)
+                return out.view(h, lq, b, dh).permute(2, 0, 1, 3)  # (B, H, Lq, d_h)
+        dots = [t for t in terms if isinstance(t, DotLogits)]
+        plain_dots = (len(dots) == len(terms) == 1 and dots[0].q.shape[-1] == v.shape[-1]
+                      and (bias is None or not bias.requires_grad))
+        if plain_dots:  # V or D alone: PyTorch's fused kernel (flash on CPU and GPU)
+            return self._fused(terms, v, allowed, bias, key_padding_mask, offset == 0 and lq == lk)
+        out = self._blocked(terms, v, allowed, bias, causal_shift)
+        if key_padding_mask is not None or attn_mask is not None:
+            out = out.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)  # queries with no visible key
+        return out
+
+    def _blocked(self, terms, v, allowed, bias, causal_shift):
+        """Mixtures and learned biases through :func:`blocked_attention` (no (B, H, Lq, Lk) tensors)."""
+        b = v.shape[0]
+        dots = [t for t in terms if isinstance(t, DotLogits)]
+        fulls = [t for t in terms if isinstance(t, FullLogits)]
+        q = k = None
+        if len(dots) == 1:
+            q, k = dots[0].q, dots[0].k
+        elif dots:
+            bq = max(t.q.shape[0] for t in dots)
+            q = torch.cat([t.q.expand(bq, -1, -1, -1) for t in dots], dim=-1)  # (B or 1, H, Lq, E_total)
+            bk = max(t.k.shape[0] for t in dots)
+            k = torch.cat([t.k.expand(bk, -1, -1, -1) for t in dots], dim=-1)  # (B or 1, H, Lk, E_total)
+        add = scale = None
+        if len(fulls) == 1 and bias is None:  # e.g. alpha_R * R: scaled block by block, never in full
+            add, scale = fulls[0].s, fulls[0].scale
+        elif fulls:
+            add = sum(t.materialize() for t in fulls)
+        if bias is not None:
+            bias4 = bias if bias.dim() == 4 else bias[None, None]
+            add = bias4 if add is None else add + bias4
+        if add is not None and add.dim() == 3:
+            add = add[None]
+        blocked = None
+        if allowed is not None:
+            blocked = ~(allowed if allowed.dim() == 4 else allowed[None, None])  # (B or 1, H or 1, Lq, Lk)
+        return blocked_attention(q, k, v, add, blocked, causal_shift, bias_scale=scale)
+
     def _fused(self, terms, v, allowed, bias, key_padding_mask, square):
         """Dot-product members concatenated into one fused kernel call; the rest become an additive bias."""
         b = v.shape[0]
         dots = [t for t in terms if isinstance(t, DotLogits)]
-        fulls = [t.s for t in terms if isinstance(t, FullLogits)]
+        fulls = [t.materialize() for t in terms if isinstance(t, FullLogits)]
         if not dots:
             return self._reference(terms, v, allowed, bias)[0]
         q = torch.cat([t.q.expand(b, -1, -1, -1) for t in dots], dim=-1)  # (B, H, Lq, E_total)
