@@ -199,8 +199,10 @@ def make_train_config(overrides: dict) -> TrainConfig:
 
 def check_model_overrides(preset: str, model: dict) -> None:
     """Fail before any data is loaded when the model fields do not make a valid config."""
+    from .train import check_attention_specs
+
     try:
-        ModelConfig.preset(preset, **model)
+        check_attention_specs(ModelConfig.preset(preset, **model))
     except (ValueError, TypeError) as e:
         raise UsageError(f"bad model option: {e}") from None
 

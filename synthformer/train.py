@@ -242,6 +242,20 @@ def resolve_model_config(cfg: TrainConfig, model_overrides: dict, task: Task, to
     return ModelConfig.preset(cfg.preset, **fields)
 
 
+def check_attention_specs(model_cfg: ModelConfig) -> None:
+    """Every layer's token mixer names a synthesizer spec or a baseline (fails before any folder is made)."""
+    from .attention import parse_synthesizers
+    from .mixers import MIXERS
+
+    specs = model_cfg.layer_specs() + (model_cfg.layer_specs(decoder=True) if model_cfg.kind == "seq2seq" else [])
+    for spec in specs:
+        if not (isinstance(spec, str) and spec.strip().lower() in MIXERS):
+            try:
+                parse_synthesizers(spec)
+            except ValueError as e:
+                raise ValueError(f"attention={spec!r}: {e}; or a baseline: {', '.join(MIXERS)}") from None
+
+
 def resolve_seq_len(cfg: TrainConfig, model_overrides: dict) -> int:
     """cfg.seq_len, else the model's max_seq_len (from the overrides or the preset)."""
     max_len = model_overrides.get("max_seq_len") or ModelConfig.preset(cfg.preset).max_seq_len
@@ -435,6 +449,7 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
             data = prepare_data(cfg, seq_len, log=say)
         if d.main:
             model_cfg = resolve_model_config(cfg, model_overrides, data.task, data.tokenizer, data.splits)
+            check_attention_specs(model_cfg)
             out.mkdir(parents=True, exist_ok=True)
             atomic_write_json(out / "config.json", {
                 "model": model_cfg.to_dict(), "train": cfg.to_dict(), "world_size": d.world_size,

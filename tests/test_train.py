@@ -1,0 +1,252 @@
+"""The training loop through the real CLI: a smoke run of every task, exact resume after a stop and
+after a kill, atomic run folders, the schedule, and a 2-process DDP run matching one process."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from synthformer.data import load_tokenizer
+from synthformer.train import TrainConfig, lr_at
+
+WORDS = "the cat sat on a mat and dog ran to house with red blue green big small old new".split()
+SMALL = ["--steps", "2", "--batch_size", "4", "--seq_len", "24", "--vocab_size", "300", "--log_every", "1",
+         "--eval_every", "1", "--eval_batches", "2", "--decode_examples", "4", "--threads", "1",
+         "--progress", "false", "--warmup_steps", "1"]
+
+
+def make_data(folder: Path) -> dict[str, Path]:
+    """Tiny files of every kind a user may bring (lm .txt, seq2seq .tsv, classify .jsonl)."""
+    rng = random.Random(0)
+    sentence = lambda lo, hi: " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))  # noqa: E731
+    lm = folder / "lm.txt"
+    lm.write_text("\n".join(sentence(5, 30) for _ in range(300)) + "\n")
+    pairs = folder / "pairs.tsv"
+    pairs.write_text("".join(f"{s}\t{' '.join(reversed(s.split()))}\n" for s in (sentence(2, 8) for _ in range(200))))
+    cls = folder / "cls.jsonl"
+    rows = [sentence(2, 12) for _ in range(200)]
+    cls.write_text("".join(json.dumps({"text": s, "label": "cat" if "cat" in s else "other"}) + "\n" for s in rows))
+    return {"lm": lm, "mlm": lm, "seq2seq": pairs, "classify": cls}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> dict[str, Path]:
+    return make_data(tmp_path_factory.mktemp("data"))
+
+
+def cli(*args, check: bool = True, timeout: int = 120) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run([sys.executable, "-m", "synthformer.cli", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-3000:]}")
+    return proc
+
+
+@pytest.fixture(autouse=True)
+def _keep_threads():
+    n = torch.get_num_threads()  # in-process runs pass --threads 1; give the session its setting back
+    yield
+    torch.set_num_threads(n)
+
+
+def main(*args) -> tuple[int, str, str]:
+    """The CLI in this process (same code as the console script, without the interpreter start-up)."""
+    from synthformer.cli import main as cli_main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = cli_main([str(a) for a in args])
+    return code, out.getvalue(), err.getvalue()
+
+
+def ok(*args) -> str:
+    code, out, err = main(*args)
+    assert code == 0, err[-3000:]
+    return out
+
+
+def rows(run: Path, split: str | None = None) -> list[dict]:
+    out = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    return [r for r in out if split is None or r["split"] == split]
+
+
+def weights(run: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(run / "model" / "model.safetensors"))
+
+
+def assert_same_weights(a: Path, b: Path) -> None:
+    wa, wb = weights(a), weights(b)
+    assert wa.keys() == wb.keys()
+    for k in wa:
+        assert torch.equal(wa[k], wb[k]), f"{k} differs"
+
+
+# ----------------------------------------------------------------------------- every task
+EXPECTED = {"lm": ("ppl", "lm"), "mlm": ("ppl", "mlm"), "seq2seq": ("bleu", "seq2seq"),
+            "classify": ("accuracy", "classifier")}
+
+
+@pytest.mark.parametrize("task,attention", [("lm", "R+V"), ("mlm", "D"), ("seq2seq", "FR"), ("classify", "Fix")])
+def test_smoke_every_task_through_the_cli(task, attention, data, tmp_path):
+    run = tmp_path / "run"
+    proc = cli("train", "--task", task, "--data", data[task], "--attention", attention, "--out", run, *SMALL)
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    metric, kind = EXPECTED[task]
+    assert math.isfinite(summary["valid"][metric])
+    stored = json.loads((run / "config.json").read_text())
+    assert stored["model"]["kind"] == kind and stored["model"]["attention"] == attention
+    assert stored["train"]["task"] == task and stored["train"]["steps"] == 2
+    assert stored["model"]["vocab_size"] == load_tokenizer(run).vocab_size
+    done = json.loads((run / "done.json").read_text())
+    assert done["step"] == 2 and done["valid"][metric] == summary["valid"][metric]
+    train_rows, valid_rows = rows(run, "train"), rows(run, "valid")
+    assert [r["step"] for r in train_rows] == [1, 2] and [r["step"] for r in valid_rows] == [1, 2]
+    assert all(math.isfinite(r["loss"]) and r["tokens_per_s"] > 0 for r in train_rows)
+    if task == "seq2seq":
+        assert {"bleu", "chrf", "rougeL"} <= set(valid_rows[-1])
+    assert (run / "model" / "model.safetensors").is_file()
+    assert json.loads((run / "checkpoints" / "latest.json").read_text())["step"] == 2
+    # the run's model is usable by eval (and generate where the kind has it)
+    ev = json.loads(ok("eval", "--run", run, "--split", "test", "--threads", "1").strip().splitlines()[-1])
+    assert ev["split"] == "test" and math.isfinite(ev["loss"])
+    if task in ("lm", "seq2seq", "classify"):
+        out = ok("generate", "--run", run, "the cat", "--max-new-tokens", "5")
+        assert out.startswith("the cat") if task == "lm" else out.endswith("\n")
+        if task == "classify":
+            assert json.loads(out)["label"] in ("cat", "other")
+
+
+# ----------------------------------------------------------------------------- resume
+RESUME = ["--steps", "8", "--batch_size", "4", "--seq_len", "24", "--vocab_size", "300", "--log_every", "1",
+          "--eval_every", "3", "--eval_batches", "2", "--checkpoint_every", "2", "--threads", "1",
+          "--progress", "false", "--warmup_steps", "2", "--dropout", "0.1"]
+
+
+@pytest.mark.parametrize("task", ["lm", "mlm"])
+def test_resume_after_stop_gives_the_same_weights(task, data, tmp_path):
+    full, parted = tmp_path / "full", tmp_path / "parted"
+    ok("train", "--task", task, "--data", data[task], "--out", full, *RESUME)
+    ok("train", "--task", task, "--data", data[task], "--out", parted, "--stop_after", "5", *RESUME)
+    assert not (parted / "done.json").exists() and not (parted / "model").exists()
+    assert json.loads((parted / "checkpoints" / "latest.json").read_text())["step"] == 5
+    ok("train", "--resume", "--out", parted)
+    assert_same_weights(full, parted)
+    strip = lambda rs: [{k: v for k, v in r.items() if "time" not in k and "per_s" not in k and k != "eval_s"}  # noqa: E731
+                        for r in rs]
+    assert strip(rows(full)) == strip(rows(parted))  # same losses at every step, no duplicated rows
+
+
+def test_resume_after_kill_gives_the_same_weights(data, tmp_path):
+    """A real interruption: SIGKILL once a checkpoint exists, then --resume."""
+    args = ["--data", data["lm"], "--steps", "60", "--batch_size", "4", "--seq_len", "24", "--vocab_size", "300",
+            "--checkpoint_every", "5", "--eval_every", "0", "--eval_batches", "2", "--threads", "1",
+            "--progress", "false", "--warmup_steps", "5"]
+    full, killed = tmp_path / "full", tmp_path / "killed"
+    ok("train", "--out", full, *args)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "synthformer.cli", "train", "--out", str(killed), *map(str, args)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    pointer = killed / "checkpoints" / "latest.json"
+    deadline = time.time() + 90
+    while not pointer.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert pointer.exists(), "the run never wrote a checkpoint"
+    if (killed / "done.json").exists():
+        pytest.skip("the run finished before it could be killed (machine too fast for this budget)")
+    step = json.loads(pointer.read_text())["step"]
+    assert 5 <= step < 60
+    # eval of an unfinished run uses its last checkpoint and says so
+    code, _, err = main("eval", "--run", killed, "--max-batches", "1", "--threads", "1")
+    assert code == 0 and "not finished" in err
+    ok("train", "--resume", "--out", killed)
+    assert_same_weights(full, killed)
+
+
+def test_resume_refuses_a_changed_config_and_a_finished_run(data, tmp_path):
+    run = tmp_path / "run"
+    ok("train", "--data", data["lm"], "--out", run, "--stop_after", "1", *SMALL)
+    code, _, err = main("train", "--resume", "--out", run, "--lr", "0.5")
+    assert code == 2 and "cannot change lr" in err and len(err.strip().splitlines()) == 1
+    ok("train", "--resume", "--out", run)
+    code, _, err = main("train", "--resume", "--out", run)
+    assert code == 2 and "already complete" in err
+    code, _, err = main("train", "--data", data["lm"], "--out", run, *SMALL)
+    assert code == 2 and "already holds a run" in err
+
+
+def test_checkpoint_state_loads_with_weights_only(data, tmp_path):
+    run = tmp_path / "run"
+    ok("train", "--data", data["lm"], "--out", run, "--keep_checkpoints", "1", "--checkpoint_every", "1", *SMALL)
+    folders = sorted((run / "checkpoints").glob("step-*"))
+    assert [f.name for f in folders] == ["step-00000002"]  # older ones pruned
+    state = torch.load(folders[0] / "state.pt", weights_only=True)
+    assert state["step"] == 2 and len(state["ranks"]) == 1 and "data" in state["ranks"][0]
+    assert not list((run / "checkpoints").glob(".*tmp*"))  # no temporary leftovers
+
+
+# ----------------------------------------------------------------------------- schedule
+def slow_lr(step, lr, warmup, total, floor_ratio, kind):
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    p = min(1.0, (step - warmup) / max(1, total - warmup))
+    floor = lr * floor_ratio
+    if kind == "constant":
+        return lr
+    if kind == "linear":
+        return lr - (lr - floor) * p
+    return floor + (lr - floor) * (1 + math.cos(math.pi * p)) / 2
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "linear", "constant"])
+def test_lr_schedule_matches_the_formula(schedule):
+    cfg = TrainConfig(lr=1e-3, warmup_steps=10, steps=100, schedule=schedule, min_lr_ratio=0.1)
+    for step in range(0, 101):
+        assert lr_at(step, cfg) == pytest.approx(slow_lr(step, 1e-3, 10, 100, 0.1, schedule), rel=1e-12)
+    assert lr_at(9, cfg) == pytest.approx(1e-3)
+    if schedule != "constant":
+        assert lr_at(100, cfg) == pytest.approx(1e-4)
+
+
+# ----------------------------------------------------------------------------- DDP
+def test_two_process_ddp_matches_one_process(data, tmp_path):
+    """torchrun with 2 gloo ranks x 4 sequences sees the same global batches as 1 process x 8:
+    the loss curves agree to float tolerance (dropout off)."""
+    args = ["--data", data["lm"], "--steps", "6", "--seq_len", "24", "--vocab_size", "300", "--log_every", "1",
+            "--eval_every", "0", "--eval_batches", "2", "--threads", "1", "--progress", "false",
+            "--warmup_steps", "2", "--dropout", "0", "--checkpoint_every", "3"]
+    single, ddp = tmp_path / "single", tmp_path / "ddp"
+    ok("train", "--out", single, "--batch_size", "8", *args)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                           "-m", "synthformer.cli", "train", "--out", str(ddp), "--batch_size", "4", *map(str, args)],
+                          capture_output=True, text=True, timeout=240, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    a, b = rows(single, "train"), rows(ddp, "train")
+    assert [r["step"] for r in a] == [r["step"] for r in b] == list(range(1, 7))
+    for ra, rb in zip(a, b):
+        assert rb["loss"] == pytest.approx(ra["loss"], rel=1e-4, abs=1e-4)
+        assert rb["tokens"] == ra["tokens"]
+    assert json.loads((ddp / "config.json").read_text())["world_size"] == 2
+    state = torch.load(ddp / "checkpoints" / "step-00000006" / "state.pt", weights_only=True)
+    assert len(state["ranks"]) == 2  # every rank's RNG and data position are kept
+    assert not torch.equal(state["ranks"][0]["torch"], state["ranks"][1]["torch"])
+    wa, wb = weights(single), weights(ddp)
+    for k in wa:
+        torch.testing.assert_close(wb[k], wa[k], rtol=1e-3, atol=1e-4)
