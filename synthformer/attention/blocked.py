@@ -25,7 +25,8 @@ def _rows(t: Tensor | None, bsl: slice, rsl: slice, kend: int) -> Tensor | None:
     """Block of a (B or 1, ., Lq, Lk) tensor: batch rows ``bsl`` (if not shared), query rows ``rsl``, keys ``:kend``."""
     if t is None:
         return None
-    return t[bsl if t.shape[0] > 1 else slice(None), :, rsl, :kend]
+    every = slice(None)  # size-1 dimensions broadcast (e.g. a key-padding mask (B, 1, 1, Lk))
+    return t[bsl if t.shape[0] > 1 else every, :, rsl if t.shape[2] > 1 else every, :kend if t.shape[3] > 1 else every]
 
 
 def _logits(q, k, bias, blocked, bsl, rsl, kend):

@@ -255,6 +255,8 @@ class SyntheticAttention(nn.Module):
                 b, h, _, dh = v.shape
                 vf = v.permute(1, 2, 0, 3).reshape(1, h, lk, b * dh)
                 out = self._blocked(terms, vf, static, bias, causal_shift)  # (1, H, Lq, B * d_h)
+                if attn_mask is not None and static is not None:  # queries with no visible key output zeros
+                    out = out.masked_fill(~static.reshape(-1, *static.shape[-2:]).any(-1, keepdim=True), 0.0)
                 return out.view(h, lq, b, dh).permute(2, 0, 1, 3)  # (B, H, Lq, d_h)
         dots = [t for t in terms if isinstance(t, DotLogits)]
         plain_dots = (len(dots) == len(terms) == 1 and dots[0].q.shape[-1] == v.shape[-1]
@@ -262,7 +264,7 @@ class SyntheticAttention(nn.Module):
         if plain_dots:  # V or D alone: PyTorch's fused kernel (flash on CPU and GPU)
             return self._fused(terms, v, allowed, bias, key_padding_mask, offset == 0 and lq == lk)
         out = self._blocked(terms, v, allowed, bias, causal_shift)
-        if key_padding_mask is not None or attn_mask is not None:
+        if allowed is not None and (key_padding_mask is not None or attn_mask is not None):
             out = out.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)  # queries with no visible key
         return out
 
@@ -315,7 +317,7 @@ class SyntheticAttention(nn.Module):
                 mask = base.masked_fill(~allowed, torch.finfo(q.dtype).min)
         p = self.dropout if self.training else 0.0
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=is_causal, scale=1.0)
-        if key_padding_mask is not None:
+        if allowed is not None and not is_causal:
             dead = ~allowed.any(dim=-1, keepdim=True)  # (B, 1, Lq, 1): queries with no visible key
             out = out.masked_fill(dead, 0.0)
         return out  # (B, H, Lq, d_h)

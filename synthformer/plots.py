@@ -1,0 +1,97 @@
+"""``synthformer plot``: figures drawn from result files alone (no model code runs here).
+
+``synthformer plot bench runs.jsonl [more.jsonl ...] --out fig.png`` draws, for every (scope, mode) in
+the rows, tokens/s against sequence length (left) and peak memory against length (right), one line per
+variant. When a file holds several runs of the same case, the last row wins.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def read_rows(paths: list[str]) -> list[dict]:
+    """JSONL rows of ``synthformer bench``; raises ValueError naming the file and line of a bad row."""
+    rows = []
+    for path in paths:
+        with open(path) as f:
+            for i, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{path}:{i}: not JSON ({e.msg}); expected rows written by synthformer bench")
+                missing = {"variant", "scope", "mode", "length", "tokens_per_s"} - set(row)
+                if missing:
+                    raise ValueError(f"{path}:{i}: row lacks {sorted(missing)}; expected rows written by synthformer bench")
+                rows.append(row)
+    if not rows:
+        raise ValueError(f"no rows in {', '.join(paths)}; run `synthformer bench --out FILE` first")
+    return rows
+
+
+def plot_bench(rows: list[dict], out: str, title: str | None = None) -> None:
+    """Speed and memory against length, one row of panels per (scope, mode)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    latest: dict = {}
+    for r in rows:  # last row of a case wins
+        latest[(r["scope"], r["mode"], r["variant"], r["length"])] = r
+    panels = sorted({(s, m) for s, m, _, _ in latest})
+    fig, axes = plt.subplots(len(panels), 2, figsize=(11, 3.4 * len(panels)), squeeze=False)
+    for (scope, mode), (ax_s, ax_m) in zip(panels, axes):
+        variants = sorted({v for s, m, v, _ in latest if (s, m) == (scope, mode)}, key=lambda v: (v != "V", v))
+        for v in variants:
+            pts = sorted((length, r) for (s, m, vv, length), r in latest.items() if (s, m, vv) == (scope, mode, v))
+            xs = [p[0] for p in pts]
+            style = dict(marker="o", lw=2.2 if v == "V" else 1.4, ls="-" if v == "V" or "+" in v or v.isupper()
+                         or v in ("Fix", "FR", "FD") else "--")
+            ax_s.plot(xs, [p[1]["tokens_per_s"] for p in pts], label=v, **style)
+            mem_key = "cache_bytes" if mode == "decode" else "peak_bytes"
+            mem = [(x, p[1].get(mem_key)) for x, p in zip(xs, pts) if p[1].get(mem_key)]
+            if mem:
+                ax_m.plot([m[0] for m in mem], [m[1] / 2**20 for m in mem], label=v, **style)
+        sample = next(r for (s, m, _, _), r in latest.items() if (s, m) == (scope, mode))
+        where = f"{sample.get('device', '?')}, {sample.get('threads', '?')} thr, {sample.get('dtype', '?')}"
+        ax_s.set_title(f"{scope} {mode}: speed ({where})", fontsize=9)
+        ax_s.set_ylabel("decoded tokens/s" if mode == "decode" else "tokens/s")
+        ax_m.set_title(f"{scope} {mode}: {'cache size' if mode == 'decode' else 'peak memory'}", fontsize=9)
+        ax_m.set_ylabel("MiB")
+        for ax in (ax_s, ax_m):
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("sequence length")
+            ax.grid(alpha=0.3, which="both")
+        ax_s.legend(fontsize=7, ncol=2)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``synthformer plot``; returns an exit code."""
+    p = argparse.ArgumentParser(prog="synthformer plot", description="Figures from result files.")
+    sub = p.add_subparsers(dest="what", required=True)
+    b = sub.add_parser("bench", help="speed and memory vs length from `synthformer bench` JSONL")
+    b.add_argument("files", nargs="+", help="JSONL files written by synthformer bench --out")
+    b.add_argument("--out", default="bench.png", help="image to write (PNG, SVG or PDF by extension)")
+    b.add_argument("--title", default=None)
+    args = p.parse_args(argv)
+    try:
+        rows = read_rows(args.files)
+        plot_bench(rows, args.out, args.title)
+    except (OSError, ValueError) as e:
+        print(f"synthformer plot: error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out} from {len(rows)} rows")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

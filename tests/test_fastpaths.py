@@ -1,0 +1,145 @@
+"""Fast paths == reference path, outputs and gradients, for every variant and mixture they serve.
+
+Covers what tests/test_attention.py does not force: the blocked kernel with many blocks, the batch-folded
+shared path without padding, eval mode, float and bool attention masks, rows with no visible key.
+"""
+import pytest
+import torch
+
+import synthformer.attention.blocked as blocked_mod
+from conftest import ALL_SPECS
+from synthformer import SyntheticAttention
+from synthformer.attention.blocked import blocked_attention
+
+D, H, N = 16, 2, 12
+
+
+def make(spec, causal):
+    layer = SyntheticAttention(D, H, N, spec, causal=causal, dense_factors=(3, 4))
+    if layer.mix_logits is not None:
+        torch.nn.init.normal_(layer.mix_logits)
+    return layer
+
+
+def run(layer, x, fast, **kw):
+    layer.fast = fast
+    layer.zero_grad(set_to_none=True)
+    x.grad = None
+    out, _ = layer(x, **kw)
+    if torch.is_grad_enabled() and out.requires_grad:
+        (out * torch.linspace(-1, 1, D)).sum().backward()
+        return [out.detach(), x.grad.clone()] + [
+            p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in layer.parameters()]
+    return [out]
+
+
+@pytest.fixture(params=[1 << 22, 7], ids=["one-block", "many-blocks"])  # 7: blocks of one row
+def block_elements(request, monkeypatch):
+    monkeypatch.setattr(blocked_mod, "BLOCK_ELEMENTS", request.param)
+    return request.param
+
+
+def check_train(spec, causal, padding):
+    torch.manual_seed(3)
+    layer = make(spec, causal)
+    x = torch.randn(3, 10, D, requires_grad=True)
+    kw = {}
+    if padding:
+        kpm = torch.zeros(3, 10, dtype=torch.bool)
+        kpm[1, 6:] = True
+        kpm[2, 9:] = True
+        kw["key_padding_mask"] = kpm
+    want = run(layer, x, fast=False, **kw)
+    got = run(layer, x, fast=True, **kw)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("spec", ALL_SPECS)
+@pytest.mark.parametrize("causal,padding", [(False, False), (True, False), (True, True), (False, True)])
+def test_fast_equals_reference_train(spec, causal, padding):
+    check_train(spec, causal, padding)
+
+
+@pytest.mark.parametrize("spec", ["R", "FR", "FD", "R+V", "D+V", "Fix+FR", "R+D+V"])
+@pytest.mark.parametrize("causal,padding", [(False, False), (True, True)])
+def test_fast_equals_reference_train_many_blocks(spec, causal, padding, monkeypatch):
+    monkeypatch.setattr(blocked_mod, "BLOCK_ELEMENTS", 7)  # one query row of one batch element per block
+    check_train(spec, causal, padding)
+
+
+@pytest.mark.parametrize("spec", ALL_SPECS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_fast_equals_reference_eval(spec, causal):
+    layer = make(spec, causal).eval()
+    x = torch.randn(2, N, D)
+    kpm = torch.zeros(2, N, dtype=torch.bool)
+    kpm[0, 8:] = True
+    for kw in ({}, {"key_padding_mask": kpm}):
+        with torch.no_grad():
+            want = run(layer, x, fast=False, **kw)[0]
+            for _ in range(2):  # second call may reuse the cached shared softmax
+                got = run(layer, x, fast=True, **kw)[0]
+                torch.testing.assert_close(got, want, atol=2e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("spec", ["R", "FR", "R+V", "D+V", "Fix+FR", "FD+V", "V"])
+@pytest.mark.parametrize("kind", ["bool", "float", "dead-row"])
+def test_fast_equals_reference_with_attn_mask(spec, kind):
+    torch.manual_seed(4)
+    layer = make(spec, causal=False)
+    x = torch.randn(2, 8, D, requires_grad=True)
+    if kind == "float":
+        mask = torch.randn(8, 8)
+    else:
+        mask = torch.rand(8, 8) < 0.3
+        mask[:, 0] = False
+        if kind == "dead-row":
+            mask[3] = True  # query 3 sees nothing: output zeros, as the reference
+    want = run(layer, x, fast=False, attn_mask=mask)
+    got = run(layer, x, fast=True, attn_mask=mask)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-4)
+
+
+def literal(q, k, v, bias, blocked, scale):
+    s = torch.zeros(v.shape[0], v.shape[1], (q if q is not None else bias).shape[2], v.shape[2])
+    if q is not None:
+        s = s + q @ k.transpose(-2, -1)
+    if bias is not None:
+        s = s + (bias if scale is None else bias * scale.view(1, -1, 1, 1))
+    if blocked is not None:
+        s = s.masked_fill(blocked, torch.finfo(s.dtype).min)
+    return torch.softmax(s, -1) @ v
+
+
+@pytest.mark.parametrize("q_batch,k_batch,bias_batch", [(3, 3, 1), (1, 1, 1), (3, 1, None), (None, None, 3), (3, 3, 3)])
+@pytest.mark.parametrize("with_scale", [False, True])
+@pytest.mark.parametrize("causal", [False, True])
+def test_blocked_attention_gradients(q_batch, k_batch, bias_batch, with_scale, causal, block_elements):
+    torch.manual_seed(5)
+    b, h, lq, lk, e, dv = 3, 2, 5, 7, 4, 3
+
+    def leaf(*shape):
+        return torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+    q = leaf(q_batch, h, lq, e) if q_batch else None
+    k = leaf(k_batch, h, lk, e) if k_batch else None
+    v = leaf(b, h, lk, dv)
+    bias = leaf(bias_batch, h, lq, lk) if bias_batch else None
+    scale = leaf(h) if with_scale and bias is not None else None
+    shift = lk - lq
+    blocked = torch.ones(lq, lk, dtype=torch.bool).tril(shift).logical_not()[None, None] if causal else None
+    inputs = [t for t in (q, k, v, bias, scale) if t is not None]
+    got = blocked_attention(q, k, v, bias, blocked, shift if causal else None, bias_scale=scale)
+    want = literal(q, k, v, bias, blocked, scale)
+    torch.testing.assert_close(got, want)
+    w = torch.randn_like(want)
+    g_got = torch.autograd.grad((got * w).sum(), inputs)
+    g_want = torch.autograd.grad((want * w).sum(), inputs)
+    for a, c in zip(g_got, g_want):
+        torch.testing.assert_close(a, c)
+
+
+def test_blocked_attention_rejects_no_logits():
+    with pytest.raises(ValueError, match="neither"):
+        blocked_attention(None, None, torch.randn(1, 1, 2, 2))
