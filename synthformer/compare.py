@@ -27,10 +27,12 @@ from .reference_results import LABEL
 
 # The paper's Table 2 variants plus its strongest convolutional baseline (Table 4).
 DEFAULT_VARIANTS = ("V", "Fix", "R", "FR", "D", "FD", "R+V", "D+V", "dynamicconv")
-# Budget of the default run, measured on a 2-core CPU: ~1 min per variant (see the report).
+# Budget of the default run: ~50 s per variant on a 2-core CPU (819k training tokens each).
+# One thread: the tiny model gains little from a second one, and two threads slow down several
+# times over when anything else shares the cores (measured); pass --threads 2 on an idle machine.
 DEFAULTS = {"task": "lm", "data": "chitchat", "preset": "tiny", "steps": 400, "batch_size": 16,
             "vocab_size": 2000, "warmup_steps": 40, "lr": 2e-3, "eval_every": 100, "eval_batches": 20,
-            "final_eval_batches": 0, "checkpoint_every": 100, "log_every": 10, "seed": 0}
+            "final_eval_batches": 0, "checkpoint_every": 100, "log_every": 10, "seed": 0, "threads": 1}
 
 
 def variant_name(spec: str) -> str:
