@@ -110,6 +110,7 @@ def plot_curves(runs: dict[str, str | Path], path: str | Path, task: str = "lm",
     import matplotlib.pyplot as plt
 
     metric_title, key, _ = METRIC_COLUMNS.get(task, [("loss", "loss", "")])[0]
+    metric_title = metric_title.replace("valid ", "")
     fig, (ax_train, ax_valid) = plt.subplots(1, 2, figsize=(12, 4.5))
     for name, run_dir in runs.items():
         rows = read_metrics(run_dir)

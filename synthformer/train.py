@@ -546,9 +546,9 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
                 t1 = time.perf_counter()
                 last_valid = evaluate(task, model, data, cfg,
                                       max_batches=cfg.final_eval_batches if step == cfg.steps else None)
-                logger.write({"step": step, "split": "valid", "tokens": counters["tokens"],
+                logger.write({"step": step, "split": "valid",
                               **{k: v for k, v in last_valid.items() if not isinstance(v, (list, dict))},
-                              "eval_s": time.perf_counter() - t1})
+                              "tokens": counters["tokens"], "eval_s": time.perf_counter() - t1})
                 say(f"[{label or cfg.task}] step {step} valid: {_fmt(last_valid)}")
             barrier(d)
         stopping = cfg.stop_after is not None and step >= cfg.stop_after and step < cfg.steps

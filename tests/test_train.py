@@ -117,6 +117,7 @@ def test_smoke_every_task_through_the_cli(task, attention, data, tmp_path):
     train_rows, valid_rows = rows(run, "train"), rows(run, "valid")
     assert [r["step"] for r in train_rows] == [1, 2] and [r["step"] for r in valid_rows] == [1, 2]
     assert all(math.isfinite(r["loss"]) and r["tokens_per_s"] > 0 for r in train_rows)
+    assert [r["tokens"] for r in valid_rows] == [r["tokens"] for r in train_rows]  # training tokens so far
     if task == "seq2seq":
         assert {"bleu", "chrf", "rougeL"} <= set(valid_rows[-1])
     assert (run / "model" / "model.safetensors").is_file()

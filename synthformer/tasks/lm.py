@@ -41,7 +41,7 @@ class LMTask(Task):
     @torch.no_grad()
     def evaluate(self, model, batches, tokenizer, *, max_batches=0, **options):
         out = super().evaluate(model, batches, tokenizer, max_batches=max_batches)
-        return {"loss": out["loss"], "ppl": perplexity(out["loss"]), "tokens": out["count"]}
+        return {"loss": out["loss"], "ppl": perplexity(out["loss"]), "eval_tokens": out["count"]}
 
 
 def model_pad_id(model) -> int:

@@ -59,7 +59,7 @@ class Seq2SeqTask(Task):
                 hyps, refs = hyps + h, refs + r
         if count == 0:
             raise ValueError("evaluation saw no batches; the validation split is empty")
-        out = {"loss": total / count, "ppl": perplexity(total / count), "tokens": count}
+        out = {"loss": total / count, "ppl": perplexity(total / count), "eval_tokens": count}
         if hyps:
             out.update(text_metrics(hyps[:decode_examples], refs[:decode_examples]))
             out["examples"] = [{"hyp": h, "ref": r} for h, r in zip(hyps[:3], refs[:3])]
