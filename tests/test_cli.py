@@ -141,3 +141,10 @@ def test_help_lists_every_option():
     assert code == 0
     for name in ("--steps=", "--checkpoint_every=", "--attention=", "--max_seq_len="):
         assert name in out
+
+
+@pytest.mark.parametrize("command,usage", [("plot", "synthformer plot"), ("bench", "synthformer bench"),
+                                           ("compare", "synthformer compare")])
+def test_subcommands_reach_their_modules(command, usage):
+    code, out, _ = run(command, "--help")
+    assert code == 0 and usage in out
