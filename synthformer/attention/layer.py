@@ -22,8 +22,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .base import DotLogits, FullLogits, Synthesizer, SynthesizerOptions
-from .blocked import blocked_attention
+from . import blocked as blocked_mod
+from .blocked import bias_gradient, blocked_attention
 from .registry import SYNTHESIZERS, parse_synthesizers, short_spec
+
+_PREFER_BLOCKED = False  # A/B switch for benchmarking the fused-kernel paths against blocked_attention
 
 
 @dataclass
@@ -254,22 +257,34 @@ class SyntheticAttention(nn.Module):
             else:  # one softmax for the whole batch, folded into the value width: (1, H, Lk, B * d_h)
                 b, h, _, dh = v.shape
                 vf = v.permute(1, 2, 0, 3).reshape(1, h, lk, b * dh)
-                out = self._blocked(terms, vf, static, bias, causal_shift)  # (1, H, Lq, B * d_h)
+                if (all(isinstance(t, DotLogits) for t in terms) and bias is None
+                        and h * lq * lk > blocked_mod.BLOCK_ELEMENTS):  # long: more than one block
+                    out = self._fused(terms, vf, static, None, None, offset == 0 and lq == lk)  # FR via flash
+                else:
+                    out = self._blocked(terms, vf, static, bias, causal_shift)  # (1, H, Lq, B * d_h)
                 if attn_mask is not None and static is not None:  # queries with no visible key output zeros
                     out = out.masked_fill(~static.reshape(-1, *static.shape[-2:]).any(-1, keepdim=True), 0.0)
                 return out.view(h, lq, b, dh).permute(2, 0, 1, 3)  # (B, H, Lq, d_h)
         dots = [t for t in terms if isinstance(t, DotLogits)]
-        plain_dots = (len(dots) == len(terms) == 1 and dots[0].q.shape[-1] == v.shape[-1]
-                      and (bias is None or not bias.requires_grad))
-        if plain_dots:  # V or D alone: PyTorch's fused kernel (flash on CPU and GPU)
+        learned_bias = any(t.s.requires_grad or (t.scale is not None and t.scale.requires_grad)
+                           for t in terms if isinstance(t, FullLogits)) or (bias is not None and bias.requires_grad)
+        if dots and not learned_bias and not _PREFER_BLOCKED:
+            # V, D, FR and their mixtures, and any mixture without gradients: the fused kernel (flash on
+            # CPU and GPU) with widths padded to match; a constant bias rides along as the float mask
             return self._fused(terms, v, allowed, bias, key_padding_mask, offset == 0 and lq == lk)
-        out = self._blocked(terms, v, allowed, bias, causal_shift)
+        if dots and v.is_cuda:  # CUDA's memory-efficient SDPA kernel differentiates an additive mask itself
+            return self._fused(terms, v, allowed, bias, key_padding_mask, offset == 0 and lq == lk)
+        if dots and not _PREFER_BLOCKED:  # e.g. R+V: the fused kernel with the bias as a constant mask,
+            out = self._blocked(terms, v, allowed, bias, causal_shift, fused=True)  # then its gradient
+        else:
+            out = self._blocked(terms, v, allowed, bias, causal_shift)
         if allowed is not None and (key_padding_mask is not None or attn_mask is not None):
             out = out.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)  # queries with no visible key
         return out
 
-    def _blocked(self, terms, v, allowed, bias, causal_shift):
-        """Mixtures and learned biases through :func:`blocked_attention` (no (B, H, Lq, Lk) tensors)."""
+    def _blocked(self, terms, v, allowed, bias, causal_shift, fused=False):
+        """Learned biases through :func:`blocked_attention` (no (B, H, Lq, Lk) tensors), or with ``fused``
+        through PyTorch's fused kernel given the bias as a constant, plus :func:`bias_gradient`."""
         b = v.shape[0]
         dots = [t for t in terms if isinstance(t, DotLogits)]
         fulls = [t for t in terms if isinstance(t, FullLogits)]
@@ -294,7 +309,21 @@ class SyntheticAttention(nn.Module):
         blocked = None
         if allowed is not None:
             blocked = ~(allowed if allowed.dim() == 4 else allowed[None, None])  # (B or 1, H or 1, Lq, Lk)
-        return blocked_attention(q, k, v, add, blocked, causal_shift, bias_scale=scale)
+        if not fused:
+            return blocked_attention(q, k, v, add, blocked, causal_shift, bias_scale=scale)
+        if q.shape[0] != b or k.shape[0] != b:
+            q, k = q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1)
+        const = (add if scale is None else add * scale.view(1, -1, 1, 1)).detach()  # (B or 1, H, Lq, Lk)
+        if blocked is not None:
+            const = const.masked_fill(blocked, torch.finfo(const.dtype).min)
+        e, dv = q.shape[-1], v.shape[-1]
+        qp, kp, vp = q, k, v
+        if e < dv:
+            qp, kp = F.pad(q, (0, dv - e)), F.pad(k, (0, dv - e))
+        elif e > dv:
+            vp = F.pad(v, (0, e - dv))
+        out = F.scaled_dot_product_attention(qp, kp, vp, attn_mask=const, scale=1.0)[..., :dv]
+        return bias_gradient(out, q.detach(), k.detach(), v.detach(), add, blocked, causal_shift, bias_scale=scale)
 
     def _fused(self, terms, v, allowed, bias, key_padding_mask, square):
         """Dot-product members concatenated into one fused kernel call; the rest become an additive bias."""
@@ -316,7 +345,13 @@ class SyntheticAttention(nn.Module):
                 base = add if add is not None else q.new_zeros(())
                 mask = base.masked_fill(~allowed, torch.finfo(q.dtype).min)
         p = self.dropout if self.training else 0.0
+        e, dv = q.shape[-1], v.shape[-1]
+        if e < dv:  # zero features leave q k^T unchanged; fused kernels want one width for q, k and v
+            q, k = F.pad(q, (0, dv - e)), F.pad(k, (0, dv - e))
+        elif e > dv:  # zero value columns, cut off below
+            v = F.pad(v, (0, e - dv))
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=is_causal, scale=1.0)
+        out = out[..., :dv]
         if allowed is not None and not is_causal:
             dead = ~allowed.any(dim=-1, keepdim=True)  # (B, 1, Lq, 1): queries with no visible key
             out = out.masked_fill(dead, 0.0)
