@@ -530,10 +530,10 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
         window_loss, window_n = window_loss + loss_value, window_n + 1
         bar.update(1)
         if step % cfg.log_every == 0 or step == cfg.steps:
-            mean = torch.tensor([window_loss / window_n])
-            if d.world_size > 1:
-                torch.distributed.all_reduce(mean.to(device) if device.type == "cuda" else mean)
-                mean = mean.cpu() / d.world_size
+            mean = torch.tensor([window_loss / window_n], device=device)
+            if d.world_size > 1:  # the logged loss is the mean over ranks
+                torch.distributed.all_reduce(mean)
+                mean = mean / d.world_size
             tps = _throughput(counters)
             row = {"step": step, "split": "train", "loss": mean.item(), "lr": lr,
                    "grad_norm": float(grad_norm) if grad_norm is not None else None,
