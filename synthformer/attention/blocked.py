@@ -26,7 +26,8 @@ def _rows(t: Tensor | None, bsl: slice, rsl: slice, kend: int) -> Tensor | None:
     if t is None:
         return None
     every = slice(None)  # size-1 dimensions broadcast (e.g. a key-padding mask (B, 1, 1, Lk))
-    return t[bsl if t.shape[0] > 1 else every, :, rsl if t.shape[2] > 1 else every, :kend if t.shape[3] > 1 else every]
+    keys = slice(None, kend) if t.shape[3] > 1 else every
+    return t[bsl if t.shape[0] > 1 else every, :, rsl if t.shape[2] > 1 else every, keys]
 
 
 def _logits(q, k, bias, blocked, bsl, rsl, kend):
@@ -116,53 +117,6 @@ class _BlockedAttention(torch.autograd.Function):
         if need_bias:
             dbias = dsum if scale is None else dsum.mul_(scale.view(1, -1, 1, 1))
         return dq, dk, dv, dbias, dscale, None, None
-
-
-class _BiasGrad(torch.autograd.Function):
-    """Identity on ``out``, whose backward supplies the gradient of the bias (and its per-head scale).
-
-    For a fused kernel that took the bias as a constant mask and already gives q, k, v their gradients:
-    dS = P * (dO v^T - rowsum(dO * O)) is recomputed block by block and reduced over the batch.
-    """
-
-    @staticmethod
-    def forward(ctx, out, q, k, v, bias, scale, blocked, causal_shift):
-        ctx.save_for_backward(q, k, v, bias, scale, blocked, out)
-        ctx.causal_shift = causal_shift
-        return out.view_as(out)
-
-    @staticmethod
-    def backward(ctx, dout):
-        q, k, v, bias, scale, blocked, out = ctx.saved_tensors
-        b, h, lk, _ = v.shape
-        lq = out.shape[2]
-        need_bias, need_scale = ctx.needs_input_grad[4:6]
-        if not (need_bias or need_scale):
-            return dout, None, None, None, None, None, None, None
-        dsum = torch.zeros_like(bias)
-        sb = bias if scale is None else bias * scale.view(1, -1, 1, 1)
-        delta = (dout * out).sum(-1, keepdim=True)  # (B, H, Lq, 1)
-        for bsl, rsl, kend in _blocks(b, h, lq, lk, ctx.causal_shift):
-            p = torch.softmax(_logits(q, k, sb, blocked, bsl, rsl, kend), dim=-1)  # (b, H, r, kend)
-            ds = (dout[bsl, :, rsl] @ v[bsl, :, :kend].transpose(-2, -1)).sub_(delta[bsl, :, rsl]).mul_(p)
-            mb = _rows(blocked, bsl, rsl, kend)
-            if mb is not None:
-                ds.masked_fill_(mb, 0.0)
-            if bias.shape[0] > 1:
-                dsum[bsl, :, rsl, :kend] = ds
-            else:
-                dsum[:, :, rsl, :kend] += ds.sum(0, keepdim=True)
-        dscale = (dsum * bias).sum((0, 2, 3)) if need_scale else None
-        dbias = (dsum if scale is None else dsum.mul_(scale.view(1, -1, 1, 1))) if need_bias else None
-        return dout, None, None, None, dbias, dscale, None, None
-
-
-def bias_gradient(out: Tensor, q: Tensor | None, k: Tensor | None, v: Tensor, bias: Tensor,
-                  blocked: Tensor | None = None, causal_shift: int | None = None,
-                  bias_scale: Tensor | None = None) -> Tensor:
-    """Return ``out`` (= ``softmax(q k^T + bias * bias_scale, masked) @ v``, computed elsewhere with the
-    bias as a constant) so that backward also reaches ``bias`` and ``bias_scale``. Pass q, k, v detached."""
-    return _BiasGrad.apply(out, q, k, v, bias, bias_scale, blocked, causal_shift)
 
 
 def blocked_attention(q: Tensor | None, k: Tensor | None, v: Tensor, bias: Tensor | None = None,

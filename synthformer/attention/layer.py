@@ -5,13 +5,20 @@ learnable softmax per head, uniform at start; a single member has no alpha), the
 ``Y = softmax(S + masks) G(X)`` with ``G(X) = X Wv`` per head, dropout on the weights, heads merged,
 output projection.
 
-Two ways to compute the tail, equal to float tolerance (the tests hold them to it):
+Two ways to compute the tail, equal to float tolerance (tests/test_attention.py, test_fastpaths.py):
 * the reference path materialises S and the weights: always used when ``need_weights=True``;
-* fast paths (``fast=True``, the default): when no member depends on the input (R, Fix, FR) the
-  softmax is computed once and shared by the whole batch, which is folded into one GEMM per head;
-  otherwise dot-product-form members (V, D, FR) are concatenated into one fused
-  ``scaled_dot_product_attention`` call with the other members (R, Fix, FD) as an additive bias.
-  In the shared path attention dropout draws one mask per head for the whole batch.
+* fast paths (``fast=True``, the default), picked in ``_fast``:
+  - no member depends on the input (R, Fix, FR, Fix+FR): one softmax shared by the whole batch, the
+    batch folded into the value width (one GEMM per head) via :func:`blocked_attention`; long FR goes
+    through the fused kernel instead (O(L) memory); in no-grad eval softmax(R) is cached until the
+    weights change; with key padding a masked-normaliser trick keeps the sharing;
+  - dot-product members only (V, D, FR, D+V, FR+V) or any mixture without gradients (inference):
+    PyTorch's fused ``scaled_dot_product_attention`` (flash on CPU) with the members' features
+    concatenated and widths zero-padded to match, other members as a constant float mask;
+  - a learned full bias next to a dot product (R+V, R+D, FD+V in training): :func:`blocked_attention`,
+    which gives the bias its gradient without (B, H, Lq, Lk) tensors (the fused CPU kernel cannot);
+  - attention dropout in training: the shared softmax or PyTorch's SDPA with the bias as mask (one
+    dropout mask per head for the whole batch in the shared case); CUDA: SDPA takes a learned mask.
 """
 from __future__ import annotations
 
@@ -23,10 +30,9 @@ from torch import Tensor, nn
 
 from .base import DotLogits, FullLogits, Synthesizer, SynthesizerOptions
 from . import blocked as blocked_mod
-from .blocked import bias_gradient, blocked_attention
+from .blocked import blocked_attention
 from .registry import SYNTHESIZERS, parse_synthesizers, short_spec
 
-_PREFER_BLOCKED = False  # A/B switch for benchmarking the fused-kernel paths against blocked_attention
 
 
 @dataclass
@@ -268,23 +274,19 @@ class SyntheticAttention(nn.Module):
         dots = [t for t in terms if isinstance(t, DotLogits)]
         learned_bias = any(t.s.requires_grad or (t.scale is not None and t.scale.requires_grad)
                            for t in terms if isinstance(t, FullLogits)) or (bias is not None and bias.requires_grad)
-        if dots and not learned_bias and not _PREFER_BLOCKED:
+        if dots and not learned_bias:
             # V, D, FR and their mixtures, and any mixture without gradients: the fused kernel (flash on
             # CPU and GPU) with widths padded to match; a constant bias rides along as the float mask
             return self._fused(terms, v, allowed, bias, key_padding_mask, offset == 0 and lq == lk)
         if dots and v.is_cuda:  # CUDA's memory-efficient SDPA kernel differentiates an additive mask itself
             return self._fused(terms, v, allowed, bias, key_padding_mask, offset == 0 and lq == lk)
-        if dots and not _PREFER_BLOCKED:  # e.g. R+V: the fused kernel with the bias as a constant mask,
-            out = self._blocked(terms, v, allowed, bias, causal_shift, fused=True)  # then its gradient
-        else:
-            out = self._blocked(terms, v, allowed, bias, causal_shift)
+        out = self._blocked(terms, v, allowed, bias, causal_shift)  # e.g. R+V: a learned bias needs dS
         if allowed is not None and (key_padding_mask is not None or attn_mask is not None):
             out = out.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)  # queries with no visible key
         return out
 
-    def _blocked(self, terms, v, allowed, bias, causal_shift, fused=False):
-        """Learned biases through :func:`blocked_attention` (no (B, H, Lq, Lk) tensors), or with ``fused``
-        through PyTorch's fused kernel given the bias as a constant, plus :func:`bias_gradient`."""
+    def _blocked(self, terms, v, allowed, bias, causal_shift):
+        """Learned biases through :func:`blocked_attention` (no (B, H, Lq, Lk) tensors)."""
         b = v.shape[0]
         dots = [t for t in terms if isinstance(t, DotLogits)]
         fulls = [t for t in terms if isinstance(t, FullLogits)]
@@ -309,21 +311,7 @@ class SyntheticAttention(nn.Module):
         blocked = None
         if allowed is not None:
             blocked = ~(allowed if allowed.dim() == 4 else allowed[None, None])  # (B or 1, H or 1, Lq, Lk)
-        if not fused:
-            return blocked_attention(q, k, v, add, blocked, causal_shift, bias_scale=scale)
-        if q.shape[0] != b or k.shape[0] != b:
-            q, k = q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1)
-        const = (add if scale is None else add * scale.view(1, -1, 1, 1)).detach()  # (B or 1, H, Lq, Lk)
-        if blocked is not None:
-            const = const.masked_fill(blocked, torch.finfo(const.dtype).min)
-        e, dv = q.shape[-1], v.shape[-1]
-        qp, kp, vp = q, k, v
-        if e < dv:
-            qp, kp = F.pad(q, (0, dv - e)), F.pad(k, (0, dv - e))
-        elif e > dv:
-            vp = F.pad(v, (0, e - dv))
-        out = F.scaled_dot_product_attention(qp, kp, vp, attn_mask=const, scale=1.0)[..., :dv]
-        return bias_gradient(out, q.detach(), k.detach(), v.detach(), add, blocked, causal_shift, bias_scale=scale)
+        return blocked_attention(q, k, v, add, blocked, causal_shift, bias_scale=scale)
 
     def _fused(self, terms, v, allowed, bias, key_padding_mask, square):
         """Dot-product members concatenated into one fused kernel call; the rest become an additive bias."""
