@@ -81,16 +81,27 @@ class _BlockedAttention(torch.autograd.Function):
         need_q, need_k, need_v, need_bias, need_scale = ctx.needs_input_grad[:5]
         dq = torch.zeros_like(q) if need_q else None
         dk = torch.zeros_like(k) if need_k else None
-        dv = torch.zeros_like(v) if need_v else None
-        dsum = torch.zeros_like(bias) if need_bias or need_scale else None  # dS summed over a shared batch
+        dv = None
+        blocks = list(_blocks(b, h, lq, lk, ctx.causal_shift))
+        whole = all(bsl == slice(0, b) for bsl, _, _ in blocks)  # each block holds the whole batch
+        single = whole and len(blocks) == 1 and blocks[0][2] == lk
+        dsum = None  # dS summed over a shared batch; written once per block when blocks hold the whole batch
+        if need_bias or need_scale:
+            once = whole and ctx.causal_shift is None
+            dsum = torch.empty_like(bias) if once else torch.zeros_like(bias)
         sb = bias if scale is None else bias * scale.view(1, -1, 1, 1)
         dout = dout.contiguous()
         delta = (dout * out).sum(-1, keepdim=True)  # (B, H, Lq, 1): rowsum(dP * P) = rowsum(dO * O)
-        for bsl, rsl, kend in _blocks(b, h, lq, lk, ctx.causal_shift):
+        if need_v:
+            dv = v.new_empty(v.shape) if single else torch.zeros_like(v)
+        for bsl, rsl, kend in blocks:
             p = torch.softmax(_logits(q, k, sb, blocked, bsl, rsl, kend), dim=-1)  # (b, H, r, kend)
             do = dout[bsl, :, rsl]  # (b, H, r, dv)
             if need_v:
-                dv[bsl, :, :kend] += p.transpose(-2, -1) @ do
+                if single:
+                    torch.matmul(p.transpose(-2, -1), do, out=dv)
+                else:
+                    dv[bsl, :, :kend] += p.transpose(-2, -1) @ do
             ds = (do @ v[bsl, :, :kend].transpose(-2, -1)).sub_(delta[bsl, :, rsl]).mul_(p)  # dS: (b, H, r, kend)
             mb = _rows(blocked, bsl, rsl, kend)
             if mb is not None:
@@ -110,6 +121,8 @@ class _BlockedAttention(torch.autograd.Function):
             if dsum is not None:
                 if bias.shape[0] > 1:
                     dsum[bsl, :, rsl, :kend] = ds
+                elif once:
+                    dsum[:, :, rsl, :kend] = ds if ds.shape[0] == 1 else ds.sum(0, keepdim=True)
                 else:
                     dsum[:, :, rsl, :kend] += ds.sum(0, keepdim=True)
         dscale = (dsum * bias).sum((0, 2, 3)) if need_scale else None  # (H,)
