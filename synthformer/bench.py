@@ -329,6 +329,61 @@ def ratio_table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def targets_table(rows: list[dict]) -> str:
+    """Markdown table of the targets of issue 5, each with its measured ratio (rows: JSONL dicts)."""
+    latest = {(r["scope"], r["mode"], r["length"], r["variant"]): r for r in rows}
+
+    def get(scope, mode, length, v):
+        return latest.get((scope, mode, length, v))
+
+    out = ["| target | L | measured | met |", "|---|---|---|---|"]
+
+    def add(name, length, value, ok, fmt="{:.2f}x"):
+        out.append(f"| {name} | {length} | {fmt.format(value) if value is not None else 'n/a'} | "
+                   f"{'n/a' if value is None else ('yes' if ok else '**no**')} |")
+
+    layer_lengths = sorted({r["length"] for r in rows if r["scope"] == "layer" and r["mode"] == "train"})
+    for length in layer_lengths:
+        v = get("layer", "train", length, "V")
+        if not v:
+            continue
+        for var in ("R", "Fix"):
+            r = get("layer", "train", length, var)
+            need = 2.0 if length <= 1024 else 1.0
+            sp = v["median_ms"] / r["median_ms"] if r else None
+            add(f"{var} layer train speed vs V >= {need}x", length, sp, sp is not None and sp >= need)
+        for var in ("D", "FR"):
+            r = get("layer", "train", length, var)
+            if length <= 1024:
+                sp = v["median_ms"] / r["median_ms"] if r else None
+                add(f"{var} layer train speed vs V >= 1.0x", length, sp, sp is not None and sp >= 1.0)
+        fr = get("layer", "train", length, "FR")
+        if length >= 4096 and fr and fr.get("peak_bytes"):
+            full = fr["batch"] * fr["num_heads"] * length * length * 4  # the (B, H, L, L) fp32 weights alone
+            add("FR peak memory / materialised (B,H,L,L) weights <= 0.5", length, fr["peak_bytes"] / full,
+                fr["peak_bytes"] / full <= 0.5)
+        for var in ("R+V", "D+V"):
+            r = get("layer", "train", length, var)
+            t = r["median_ms"] / v["median_ms"] if r else None
+            add(f"{var} layer train time / V time <= 1.3", length, t, t is not None and t <= 1.3)
+    for length in sorted({r["length"] for r in rows if r["scope"] == "model"}):
+        v, r, dc = (get("model", "train", length, x) for x in ("V", "R", "dynamicconv"))
+        if v and r:
+            sp = r["tokens_per_s"] / v["tokens_per_s"]
+            add("model train tokens/s R / V >= 1.3", length, sp, sp >= 1.3)
+        if dc and r:
+            sp = r["tokens_per_s"] / dc["tokens_per_s"]
+            add("model train tokens/s R / dynamicconv >= 1.6", length, sp, sp >= 1.6)
+        v, r = get("model", "decode", length, "V"), get("model", "decode", length, "R")
+        if v and r:
+            sp = r["tokens_per_s"] / v["tokens_per_s"]
+            add("decode tokens/s R / V >= 1.0", length, sp, sp >= 1.0)
+            if v.get("cache_bytes") and r.get("cache_bytes"):
+                c = r["cache_bytes"] / v["cache_bytes"]
+                add("decode cache bytes R / V <= 0.5", length, c, c <= 0.5)
+    return "\n".join(out)
+
+
 def _csv(text: str, cast=str) -> list:
     return [cast(t.strip()) for t in text.split(",") if t.strip()]
 
@@ -356,6 +411,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--decode-batch", type=int, default=8)
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory step")
     p.add_argument("--out", default=None, help="append JSONL rows to this file")
+    p.add_argument("--report", default=None, metavar="JSONL",
+                   help="run nothing: print the issue-5 targets table (markdown) from an earlier --out file")
     return p
 
 
@@ -370,6 +427,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args) -> int:
+    if args.report:
+        try:
+            with open(args.report) as f:
+                rows = [json.loads(line) for line in f if line.strip()]
+        except (OSError, json.JSONDecodeError) as e:
+            print(f"synthformer bench: error: cannot read --report {args.report}: {e}", file=sys.stderr)
+            return 2
+        print(targets_table(rows))
+        return 0
     try:
         device = torch.device(args.device)
         if device.type == "cuda" and not torch.cuda.is_available():

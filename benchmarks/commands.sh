@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Command lines behind benchmarks/RESULTS.md. Run from the repository root; each appends JSONL rows.
+set -euo pipefail
+OUT=${OUT:-benchmarks/results}
+mkdir -p "$OUT"
+
+# 1. The default run (issue 5 shapes: d=256, H=4, 8192 tokens per batch, L = 256, 1024, 4096,
+#    layer train + infer, tiny LM train / infer / decode at L=256), torch's default threads.
+python -m synthformer.bench --out "$OUT/cpu-2threads.jsonl"
+
+# 2. The layer targets again with one thread: on a shared 2-core machine, 2-thread timings of
+#    many-op paths are dominated by OpenMP barrier waits while other processes hold a core.
+python -m synthformer.bench --scope layer --modes train --threads 1 --out "$OUT/cpu-1thread-layer.jsonl"
+
+# 3. The targets table and the figure, from the JSONL alone.
+python -m synthformer.bench --report "$OUT/cpu-2threads.jsonl"
+python -m synthformer.plots bench "$OUT/cpu-2threads.jsonl" --out "$OUT/cpu-2threads.png"
+
+# On a GPU (bf16 is the usual choice there):
+# python -m synthformer.bench --device cuda --dtype bfloat16 --out "$OUT/cuda.jsonl"
