@@ -42,13 +42,16 @@ def plot_bench(rows: list[dict], out: str, title: str | None = None) -> None:
     for r in rows:  # last row of a case wins
         latest[(r["scope"], r["mode"], r["variant"], r["length"])] = r
     panels = sorted({(s, m) for s, m, _, _ in latest})
+    every = sorted({v for _, _, v, _ in latest}, key=lambda v: (v != "V", v))
+    palette = plt.get_cmap("tab10" if len(every) <= 10 else "tab20")
+    color = {v: palette(i % palette.N) for i, v in enumerate(every)}  # one colour per variant in every panel
     fig, axes = plt.subplots(len(panels), 2, figsize=(11, 3.4 * len(panels)), squeeze=False)
     for (scope, mode), (ax_s, ax_m) in zip(panels, axes):
         variants = sorted({v for s, m, v, _ in latest if (s, m) == (scope, mode)}, key=lambda v: (v != "V", v))
         for v in variants:
             pts = sorted((length, r) for (s, m, vv, length), r in latest.items() if (s, m, vv) == (scope, mode, v))
             xs = [p[0] for p in pts]
-            style = dict(marker="o", lw=2.2 if v == "V" else 1.4, ls="-" if v == "V" or "+" in v or v.isupper()
+            style = dict(marker="o", color=color[v], lw=2.2 if v == "V" else 1.4, ls="-" if v == "V" or "+" in v or v.isupper()
                          or v in ("Fix", "FR", "FD") else "--")
             ax_s.plot(xs, [p[1]["tokens_per_s"] for p in pts], label=v, **style)
             mem_key = "cache_bytes" if mode == "decode" else "peak_bytes"
