@@ -10,20 +10,18 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..data import LMBatches, encode_lm
 from .base import Task, perplexity
+from .lm import LMTask
 
 IGNORE = -100  # cross-entropy target of positions not selected for prediction
 
 
-class MLMTask(Task):
-    """Encoder with an MLM head; metric: perplexity and accuracy on the masked tokens."""
+class MLMTask(LMTask):
+    """Encoder with an MLM head on the LM task's blocks (the last token of each is dropped in `mask`);
+    metric: perplexity on the masked tokens."""
 
     name = "mlm"
     model_kind = "mlm"
-    data_task = "lm"
-    main_metric = "ppl"
-    higher_is_better = False
 
     def __init__(self, mask_prob: float = 0.15, num_specials: int = 5, mask_id: int = 4):
         if not 0.0 < mask_prob < 1.0:
@@ -33,15 +31,6 @@ class MLMTask(Task):
     def model_fields(self, tokenizer, splits):
         self.num_specials, self.mask_id = len(tokenizer.specials), tokenizer.mask_id
         return super().model_fields(tokenizer, splits)
-
-    def encode(self, examples, tokenizer, seq_len, strict=False):
-        return encode_lm(examples, tokenizer)  # (N,)
-
-    def batches(self, encoded, tokenizer, seq_len, batch_size, *, max_tokens=None, shuffle=True,
-                seed=0, rank=0, world_size=1):
-        # LMBatches yields seq_len + 1 tokens; the last one is dropped in `mask`
-        return LMBatches(encoded, seq_len, batch_size, shuffle=shuffle, seed=seed, rank=rank,
-                         world_size=world_size, drop_last=shuffle)
 
     def mask(self, tokens: torch.Tensor, vocab_size: int, generator: torch.Generator | None):
         """(inputs, targets), both (B, L): targets hold IGNORE where nothing is predicted."""
@@ -70,10 +59,7 @@ class MLMTask(Task):
                                ignore_index=IGNORE)
         return loss, int((targets != IGNORE).sum())
 
-    def num_tokens(self, batch):
-        return batch["tokens"].shape[0] * (batch["tokens"].shape[1] - 1)
-
     @torch.no_grad()
     def evaluate(self, model, batches, tokenizer, *, max_batches=0, **options):
-        out = super().evaluate(model, batches, tokenizer, max_batches=max_batches)
+        out = Task.evaluate(self, model, batches, tokenizer, max_batches=max_batches)  # mean loss and count
         return {"loss": out["loss"], "ppl": perplexity(out["loss"]), "masked_tokens": out["count"]}
