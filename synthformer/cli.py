@@ -221,7 +221,7 @@ def field_help() -> str:
 # ----------------------------------------------------------------------------- commands
 def _load_run(run: str):
     """(stored config dict, model folder) of a run folder; the final model, else the latest checkpoint."""
-    from .train import latest_checkpoint
+    from .checkpoint import latest_checkpoint
 
     folder = Path(run)
     if not (folder / "config.json").is_file():
@@ -275,7 +275,8 @@ def cmd_eval(args, rest: list[str]) -> int:
 
     from .data import load_tokenizer
     from .model import load
-    from .train import evaluate, prepare_data, resolve_device
+    from .distributed import resolve_device
+    from .train import evaluate, prepare_data
 
     stored, model_dir = _load_run(args.run)
     train_over, model_over = parse_overrides(rest)
@@ -299,7 +300,7 @@ def cmd_generate(args, rest: list[str]) -> int:
 
     from .data import load_tokenizer
     from .model import load
-    from .train import resolve_device
+    from .distributed import resolve_device
 
     if rest:
         raise UsageError(f"unexpected arguments {rest}; see `synthformer generate --help`")

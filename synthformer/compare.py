@@ -49,7 +49,8 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     `train_overrides` / `model_overrides` go over `DEFAULTS` and the preset for every variant alike.
     Returns the results dict also written to results.json.
     """
-    from .train import RunError, TrainConfig, prepare_data, resolve_seq_len, train
+    from .checkpoint import RunError
+    from .train import TrainConfig, prepare_data, resolve_seq_len, train
 
     names = [variant_name(v) for v in variants]  # unknown names fail here, before any work
     if len(set(names)) != len(names):
@@ -96,7 +97,7 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     results = {"task": base.task, "data": base.data, "variants": rows, "findings": checks,
                "paper_label": LABEL, "wall_s": time.time() - t0, "command": sys.argv,
                "created": time.strftime("%Y-%m-%d %H:%M:%S")}
-    from .train import atomic_write_json
+    from .checkpoint import atomic_write_json
     atomic_write_json(out / "results.json", results)  # last: marks the comparison complete
     log("\n" + text)
     log(f"wrote {out / 'table.md'}, {out / 'curves.png'}, {out / 'results.json'} ({results['wall_s']:.0f}s)")

@@ -23,12 +23,9 @@ reads its own shard of every batch, so ``batch_size`` is per rank (global batch 
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 import math
-import os
 import random
-import shutil
 import sys
 import time
 import warnings
@@ -41,6 +38,9 @@ from .data import build_tokenizer, load_source, load_tokenizer
 from .model import ModelConfig, build_model, count_parameters, load
 from .tasks import TASKS, Task, build_task
 from .tasks.base import to_device
+from .checkpoint import (STATE, RunError, atomic_write_json, atomic_write_text, latest_checkpoint, rank_state,
+                         save_checkpoint)
+from .distributed import barrier, gather, setup_distributed
 
 SCHEDULES = ("cosine", "linear", "constant")
 PRECISIONS = ("fp32", "bf16")
@@ -112,25 +112,7 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
-class RunError(ValueError):
-    """A run cannot start or resume (folder exists, already complete, config mismatch)."""
-
-
 # ----------------------------------------------------------------------------- small helpers
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write then rename: readers see the old file or the new one, never half of it."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def atomic_write_json(path: Path, obj) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, default=str) + "\n")
-
-
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Learning rate for optimizer step `step` (0-based): linear warm-up, then the decay schedule."""
     if step < cfg.warmup_steps:
@@ -141,51 +123,6 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     floor = cfg.lr * cfg.min_lr_ratio
     shape = 0.5 * (1 + math.cos(math.pi * progress)) if cfg.schedule == "cosine" else 1 - progress
     return floor + (cfg.lr - floor) * shape
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise ValueError(f"device={name!r} is not a torch device; use auto, cpu, cuda, cuda:N or mps") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={name!r} asked for, but CUDA is not available here; use device=cpu")
-    return device
-
-
-@dataclass
-class Dist:
-    """This process's place in a torchrun group (world_size 1 without torchrun)."""
-
-    rank: int = 0  # global rank
-    world_size: int = 1  # processes in the group
-    local_rank: int = 0  # rank on this machine (picks the GPU)
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-
-def setup_distributed(device_name: str) -> tuple[Dist, torch.device]:
-    """Read torchrun's environment; join the process group (nccl on GPU, gloo on CPU)."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    dist_info = Dist(int(os.environ.get("RANK", "0")), world, int(os.environ.get("LOCAL_RANK", "0")))
-    device = resolve_device(device_name)
-    if world > 1:
-        if device.type == "cuda":
-            device = torch.device("cuda", dist_info.local_rank)
-            torch.cuda.set_device(device)
-        if not torch.distributed.is_initialized():
-            backend = "nccl" if device.type == "cuda" else "gloo"
-            torch.distributed.init_process_group(backend, timeout=datetime.timedelta(minutes=60))
-    return dist_info, device
-
-
-def barrier(d: Dist) -> None:
-    if d.world_size > 1:
-        torch.distributed.barrier()
 
 
 def default_out(task: str) -> str:
@@ -268,55 +205,6 @@ def resolve_seq_len(cfg: TrainConfig, model_overrides: dict) -> int:
 
 # ----------------------------------------------------------------------------- checkpoints
 RESUME_FREE = ("resume", "stop_after", "progress", "device", "threads", "tensorboard", "out")  # may change on resume
-CKPT_DIR, LATEST, STATE = "checkpoints", "latest.json", "state.pt"
-
-
-def _rank_state(device: torch.device, batcher, mask_generator: torch.Generator) -> dict:
-    """What one rank needs to continue exactly: its RNGs and its data position."""
-    return {"torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-            "python": random.getstate(), "mask_generator": mask_generator.get_state(),
-            "data": batcher.state_dict()}
-
-
-def _gather(d: Dist, obj) -> list:
-    if d.world_size == 1:
-        return [obj]
-    out = [None] * d.world_size
-    torch.distributed.all_gather_object(out, obj)
-    return out
-
-
-def save_checkpoint(out: Path, step: int, model, optimizer, rank_states: list, counters: dict, keep: int) -> Path:
-    """Write checkpoints/step-N atomically (temp folder, rename), then point latest.json at it."""
-    folder = out / CKPT_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    name = f"step-{step:08d}"
-    final = folder / name
-    if not final.exists():  # the same step is never written twice (its state would be identical)
-        tmp = folder / f".{name}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        model.save(tmp)
-        torch.save({"step": step, "optimizer": optimizer.state_dict(), "ranks": rank_states,
-                    "counters": counters}, tmp / STATE)
-        os.replace(tmp, final)
-    atomic_write_json(folder / LATEST, {"step": step, "path": name})
-    for old in sorted(p for p in folder.glob("step-*") if p.is_dir())[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
-    return final
-
-
-def latest_checkpoint(out: Path) -> Path | None:
-    """The folder named by checkpoints/latest.json, or None when the run has no checkpoint yet."""
-    pointer = Path(out) / CKPT_DIR / LATEST
-    if not pointer.exists():
-        return None
-    folder = pointer.parent / json.loads(pointer.read_text())["path"]
-    if not (folder / STATE).exists():
-        raise RunError(f"{pointer} names {folder}, which is incomplete; delete {pointer} to restart the run")
-    return folder
-
-
 def _load_resume_config(out: Path, cfg: TrainConfig) -> dict:
     file = out / "config.json"
     if not file.exists():
@@ -553,7 +441,7 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
             barrier(d)
         stopping = cfg.stop_after is not None and step >= cfg.stop_after and step < cfg.steps
         if (cfg.checkpoint_every and step % cfg.checkpoint_every == 0) or step == cfg.steps or stopping:
-            rank_states = _gather(d, _rank_state(device, batcher, mask_generator))
+            rank_states = gather(d, rank_state(device, batcher, mask_generator))
             if d.main:
                 save_checkpoint(out, step, model, optimizer, rank_states, counters, cfg.keep_checkpoints)
             barrier(d)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from synthformer.cli import UsageError, coerce, main, parse_overrides, read_config_file
+from synthformer.cli import UsageError, coerce, main, parse_overrides
 
 REPO = Path(__file__).resolve().parents[1]
 

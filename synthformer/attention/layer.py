@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .base import DotLogits, FullLogits, Synthesizer, SynthesizerOptions
+from .base import DotLogits, FullLogits, SynthesizerOptions
 from . import blocked as blocked_mod
 from .blocked import blocked_attention
 from .registry import SYNTHESIZERS, parse_synthesizers, short_spec
@@ -287,7 +287,6 @@ class SyntheticAttention(nn.Module):
 
     def _blocked(self, terms, v, allowed, bias, causal_shift):
         """Learned biases through :func:`blocked_attention` (no (B, H, Lq, Lk) tensors)."""
-        b = v.shape[0]
         dots = [t for t in terms if isinstance(t, DotLogits)]
         fulls = [t for t in terms if isinstance(t, FullLogits)]
         q = k = None

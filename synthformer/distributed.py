@@ -1,0 +1,61 @@
+"""Distributed data parallel set-up for the training loop: torchrun's environment, devices, collectives."""
+from __future__ import annotations
+
+import datetime
+import os
+from dataclasses import dataclass
+
+import torch
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ValueError(f"device={name!r} is not a torch device; use auto, cpu, cuda, cuda:N or mps") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={name!r} asked for, but CUDA is not available here; use device=cpu")
+    return device
+
+
+@dataclass
+class Dist:
+    """This process's place in a torchrun group (world_size 1 without torchrun)."""
+
+    rank: int = 0  # global rank
+    world_size: int = 1  # processes in the group
+    local_rank: int = 0  # rank on this machine (picks the GPU)
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+def setup_distributed(device_name: str) -> tuple[Dist, torch.device]:
+    """Read torchrun's environment; join the process group (nccl on GPU, gloo on CPU)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    dist_info = Dist(int(os.environ.get("RANK", "0")), world, int(os.environ.get("LOCAL_RANK", "0")))
+    device = resolve_device(device_name)
+    if world > 1:
+        if device.type == "cuda":
+            device = torch.device("cuda", dist_info.local_rank)
+            torch.cuda.set_device(device)
+        if not torch.distributed.is_initialized():
+            backend = "nccl" if device.type == "cuda" else "gloo"
+            torch.distributed.init_process_group(backend, timeout=datetime.timedelta(minutes=60))
+    return dist_info, device
+
+
+def barrier(d: Dist) -> None:
+    if d.world_size > 1:
+        torch.distributed.barrier()
+
+
+def gather(d: Dist, obj) -> list:
+    if d.world_size == 1:
+        return [obj]
+    out = [None] * d.world_size
+    torch.distributed.all_gather_object(out, obj)
+    return out
