@@ -119,6 +119,19 @@ def test_beam_search_finds_the_best_sequence_on_a_known_distribution():
     assert best[0, 1:].tolist() == list(exhaustive)
 
 
+@pytest.mark.parametrize("prompt,kw,match", [
+    (torch.ones(1, 17, dtype=torch.long), {}, "max_seq_len=16, got \\(1, 17\\)"),
+    (torch.ones(1, 0, dtype=torch.long), {}, "1 <= length"),
+    (torch.ones(4, dtype=torch.long), {}, "shape \\(batch, length\\)"),
+    (torch.ones(1, 3, dtype=torch.long), dict(strategy="beam", num_beams=0), "num_beams >= 1"),
+    (torch.ones(1, 3, dtype=torch.long), dict(strategy="sample", top_p=0.0), "0 < top_p <= 1"),
+    (torch.ones(1, 3, dtype=torch.long), dict(strategy="nucleus"), "strategy='nucleus'"),
+])
+def test_bad_generation_arguments(prompt, kw, match):
+    with pytest.raises(ValueError, match=match):
+        build_model(tiny("lm", "R")).generate(prompt, max_new_tokens=4, **kw)
+
+
 def test_vanilla_agrees_with_torch_multihead_attention():
     from synthformer import SyntheticAttention
     d, h = 32, 4

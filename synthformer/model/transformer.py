@@ -105,6 +105,9 @@ class LanguageModel(SynthformerModel):
         """Continue ``prompt_ids`` (B, Lp); returns (B, Lp + new). Greedy unless ``strategy`` says
         "sample" (temperature, top_k, top_p) or "beam" (num_beams, length_penalty). Stops at EOS or at
         max_seq_len."""
+        if prompt_ids.dim() != 2 or not 1 <= prompt_ids.shape[1] <= self.config.max_seq_len:
+            raise ValueError(f"prompt_ids must have shape (batch, length) with 1 <= length <= "
+                             f"max_seq_len={self.config.max_seq_len}, got {tuple(prompt_ids.shape)}")
         was_training = self.training
         self.eval()
         budget = min(max_new_tokens, self.config.max_seq_len - prompt_ids.shape[1])
