@@ -3,12 +3,16 @@
 ``synthformer plot bench runs.jsonl [more.jsonl ...] --out fig.png`` draws, for every (scope, mode) in
 the rows, tokens/s against sequence length (left) and peak memory against length (right), one line per
 variant. When a file holds several runs of the same case, the last row wins.
+
+``synthformer plot runs FOLDER [...] --out curves.png`` draws learning curves (training loss and the
+validation metric against training tokens) from run folders or a compare folder's variants.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
 
 
 def read_rows(paths: list[str]) -> list[dict]:
@@ -77,6 +81,21 @@ def plot_bench(rows: list[dict], out: str, title: str | None = None) -> None:
     plt.close(fig)
 
 
+def find_runs(paths: list[str]) -> tuple[dict[str, Path], str]:
+    """Run folders (holding metrics.jsonl) named by the paths, a compare folder standing for its
+    variants; returns ({label: folder}, task read from the first run's config.json)."""
+    runs: dict[str, Path] = {}
+    for p in map(Path, paths):
+        found = [p] if (p / "metrics.jsonl").exists() else sorted(q.parent for q in p.glob("*/metrics.jsonl"))
+        if not found:
+            raise ValueError(f"{p}: no metrics.jsonl in it or in its sub-folders; give a run or compare folder "
+                             "(the --out of synthformer train / compare)")
+        runs.update({q.name: q for q in found})
+    config = next(iter(runs.values())) / "config.json"
+    task = json.loads(config.read_text()).get("train", {}).get("task", "lm") if config.exists() else "lm"
+    return runs, task
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``synthformer plot``; returns an exit code."""
     p = argparse.ArgumentParser(prog="synthformer plot", description="Figures from result files.")
@@ -85,8 +104,18 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("files", nargs="+", help="JSONL files written by synthformer bench --out")
     b.add_argument("--out", default="bench.png", help="image to write (PNG, SVG or PDF by extension)")
     b.add_argument("--title", default=None)
+    r = sub.add_parser("runs", help="learning curves from run folders or a compare folder")
+    r.add_argument("folders", nargs="+", help="run folders (synthformer train --out) or compare folders")
+    r.add_argument("--out", default="curves.png", help="image to write (PNG, SVG or PDF by extension)")
+    r.add_argument("--title", default="")
     args = p.parse_args(argv)
     try:
+        if args.what == "runs":
+            from .report import plot_curves
+            runs, task = find_runs(args.folders)
+            plot_curves(runs, args.out, task=task, title=args.title)
+            print(f"wrote {args.out} from {len(runs)} runs")
+            return 0
         rows = read_rows(args.files)
         plot_bench(rows, args.out, args.title)
     except (OSError, ValueError) as e:

@@ -76,6 +76,13 @@ def test_compare_tiny_budget_writes_table_plot_and_results(dialogue, tmp_path):
     # a finished comparison is not overwritten
     code, _, err = compare_main("--variants", "V", "--data", dialogue, "--out", out, *TINY)
     assert code == 2 and "already holds a finished comparison" in err
+    # its curves can be redrawn from the run folders alone, for the whole comparison or chosen runs
+    from synthformer.plots import find_runs, main as plot_main
+    runs, task = find_runs([str(out)])
+    assert sorted(runs) == ["R+V", "V"] and task == "lm"
+    assert plot_main(["runs", str(out / "V"), str(out / "R+V"), "--out", str(tmp_path / "c.png")]) == 0
+    assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
+    assert plot_main(["runs", str(tmp_path / "nothing"), "--out", str(tmp_path / "d.png")]) == 2
 
 
 def test_compare_continues_an_interrupted_comparison(dialogue, tmp_path):
