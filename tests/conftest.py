@@ -1,3 +1,7 @@
+import contextlib
+import io
+import warnings
+
 import pytest
 import torch
 
@@ -14,3 +18,19 @@ ALL_SPECS = SINGLE + MIXTURES
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+@pytest.fixture(autouse=True)
+def _keep_threads():
+    n = torch.get_num_threads()  # in-process runs pass --threads 1; give the session its setting back
+    yield
+    torch.set_num_threads(n)
+
+
+def run_in_process(entry, *args) -> tuple[int, str, str]:
+    """Call a command's ``main(argv)`` in this process; returns (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = entry([str(a) for a in args])
+    return code, out.getvalue(), err.getvalue()

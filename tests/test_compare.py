@@ -1,17 +1,14 @@
 """`synthformer compare` on a tiny budget, the report table and findings, the paper's numbers."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import random
 import re
-import warnings
 from pathlib import Path
 
 import pytest
-import torch
 
+from conftest import run_in_process
 from synthformer.compare import DEFAULT_VARIANTS, variant_name
 from synthformer.reference_results import TABLE2, TABLE3, paper_columns
 from synthformer.report import findings, table_markdown
@@ -20,21 +17,10 @@ PAPER = Path(__file__).resolve().parents[2] / "shared" / "paper" / "synthesizer-
 WORDS = "hello how are you doing today fine thanks what about the weather is nice here".split()
 
 
-@pytest.fixture(autouse=True)
-def _keep_threads():
-    n = torch.get_num_threads()
-    yield
-    torch.set_num_threads(n)
-
-
 def compare_main(*args) -> tuple[int, str, str]:
     from synthformer.compare import main
 
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        code = main([str(a) for a in args])
-    return code, out.getvalue(), err.getvalue()
+    return run_in_process(main, *args)
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,6 @@
 after a kill, atomic run folders, the schedule, and a 2-process DDP run matching one process."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import os
@@ -12,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import pytest
@@ -20,6 +17,7 @@ import torch
 from safetensors.torch import load_file
 
 from synthformer.data import load_tokenizer
+from conftest import run_in_process
 from synthformer.train import TrainConfig, lr_at
 
 WORDS = "the cat sat on a mat and dog ran to house with red blue green big small old new".split()
@@ -56,22 +54,11 @@ def cli(*args, check: bool = True, timeout: int = 120) -> subprocess.CompletedPr
     return proc
 
 
-@pytest.fixture(autouse=True)
-def _keep_threads():
-    n = torch.get_num_threads()  # in-process runs pass --threads 1; give the session its setting back
-    yield
-    torch.set_num_threads(n)
-
-
 def main(*args) -> tuple[int, str, str]:
     """The CLI in this process (same code as the console script, without the interpreter start-up)."""
     from synthformer.cli import main as cli_main
 
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        code = cli_main([str(a) for a in args])
-    return code, out.getvalue(), err.getvalue()
+    return run_in_process(cli_main, *args)
 
 
 def ok(*args) -> str:
