@@ -6,6 +6,8 @@ complete one. ``state.pt`` holds plain tensors and dicts only and is read with `
 """
 from __future__ import annotations
 
+from .errors import SynthformerError
+
 import json
 import os
 import random
@@ -15,7 +17,7 @@ from pathlib import Path
 import torch
 
 
-class RunError(ValueError):
+class RunError(SynthformerError):
     """A run cannot start or resume (folder exists, already complete, config mismatch)."""
 
 

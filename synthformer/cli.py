@@ -16,6 +16,8 @@ line and exit with status 2 (set SYNTHFORMER_DEBUG=1 for the traceback).
 """
 from __future__ import annotations
 
+from .errors import SynthformerError
+
 import argparse
 import dataclasses
 import difflib
@@ -34,7 +36,7 @@ DATA_FIXED = ("kind", "vocab_size", "pad_id", "bos_id", "eos_id", "num_classes",
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 
-class UsageError(ValueError):
+class UsageError(SynthformerError):
     """Bad command-line input: printed as one line, exit status 2."""
 
 

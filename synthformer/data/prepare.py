@@ -9,6 +9,8 @@ The cache folder is ``$SYNTHFORMER_DATA`` if set, else ``~/.cache/synthformer``.
 """
 from __future__ import annotations
 
+from ..errors import SynthformerError
+
 import os
 import shutil
 import subprocess
@@ -16,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 
-class DataError(ValueError):
+class DataError(SynthformerError):
     """A data source or file cannot be used (bad format, unsupported task, not installed)."""
 
 

@@ -1,6 +1,8 @@
 """Checkpoints: ``model.safetensors`` (weights, no pickle) + ``config.json`` (the resolved ModelConfig)."""
 from __future__ import annotations
 
+from ..errors import SynthformerError
+
 import json
 import os
 import shutil
@@ -16,7 +18,7 @@ WEIGHTS, CONFIG = "model.safetensors", "config.json"
 FORMAT_VERSION = 1
 
 
-class CheckpointError(ValueError):
+class CheckpointError(SynthformerError):
     """A checkpoint folder is missing, incomplete, corrupted or does not match its config."""
 
 
