@@ -143,3 +143,38 @@ def test_blocked_attention_gradients(q_batch, k_batch, bias_batch, with_scale, c
 def test_blocked_attention_rejects_no_logits():
     with pytest.raises(ValueError, match="neither"):
         blocked_attention(None, None, torch.randn(1, 1, 2, 2))
+
+
+def user_mask(kind, b, lq, lk):
+    """A user ``attn_mask`` of the given kind; key 0 stays visible so no query row is dead."""
+    g = torch.Generator().manual_seed(6)
+    if kind.startswith("bool"):
+        shape = {"bool-2d": (lq, lk), "bool-4d": (b, H, lq, lk), "bool-4d-shared": (1, H, lq, lk)}[kind]
+        m = torch.rand(*shape, generator=g) < 0.4
+        m[..., 0] = False
+        return m
+    shape = {"float-2d": (lq, lk), "float-4d": (b, 1, lq, lk)}[kind]
+    return torch.randn(*shape, generator=g)
+
+
+@pytest.mark.parametrize("spec", ALL_SPECS)
+@pytest.mark.parametrize("kind", ["bool-2d", "bool-4d", "bool-4d-shared", "float-2d", "float-4d"])
+def test_causal_with_user_mask_fast_equals_reference(spec, kind, monkeypatch):
+    """Issue 8.1: causal self-attention must honour a user mask on every fast path (was dropped for V, D, D+V, FR+V)."""
+    torch.manual_seed(7)
+    layer = make(spec, causal=True)
+    x = torch.randn(3, 9, D, requires_grad=True)
+    mask = user_mask(kind, 3, 9, 9)
+    kpm = torch.zeros(3, 9, dtype=torch.bool)
+    kpm[1, 6:] = True
+    for blocks in (1 << 22, 7):  # 7: long-sequence routes (FR through the fused kernel, many blocks)
+        monkeypatch.setattr(blocked_mod, "BLOCK_ELEMENTS", blocks)
+        for kw in ({"attn_mask": mask}, {"attn_mask": mask, "key_padding_mask": kpm}):
+            layer.train()
+            want = run(layer, x, fast=False, **kw)
+            got = run(layer, x, fast=True, **kw)
+            for a, b in zip(got, want):
+                torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-4)
+            layer.eval()
+            with torch.no_grad():
+                torch.testing.assert_close(run(layer, x, fast=True, **kw)[0], want[0], atol=2e-5, rtol=1e-4)

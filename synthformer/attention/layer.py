@@ -248,12 +248,15 @@ class SyntheticAttention(nn.Module):
     def _fast(self, terms, v, static, bias, allowed, key_padding_mask, attn_mask, shape_key, is_self):
         """Pick the fastest exact path (see the module docstring); returns (B, H, Lq, d_h)."""
         offset, lq, lk, _ = shape_key
+        # the combined mask is exactly the causal triangle (no user bool mask): the kernel may mask itself
+        plain_causal = (self.causal and is_self and offset == 0 and lq == lk
+                        and (attn_mask is None or attn_mask.dtype != torch.bool))
         batch_free = all(m is None or m.dim() == 2 or m.shape[0] == 1 for m in (static, bias))
         shared = not self.input_dependent and batch_free
         if self.training and self.dropout > 0:  # dropout needs the weights: shared softmax or SDPA
             out = self._shared(terms, v, static, bias, key_padding_mask, shape_key) if shared else None
             return out if out is not None else self._fused(terms, v, allowed, bias, key_padding_mask,
-                                                            offset == 0 and lq == lk)
+                                                            plain_causal)
         causal_shift = offset if self.causal and is_self else None
         if shared:
             if key_padding_mask is not None or not (self.training or torch.is_grad_enabled()):
@@ -265,7 +268,7 @@ class SyntheticAttention(nn.Module):
                 vf = v.permute(1, 2, 0, 3).reshape(1, h, lk, b * dh)
                 if (all(isinstance(t, DotLogits) for t in terms) and bias is None
                         and h * lq * lk > blocked_mod.BLOCK_ELEMENTS):  # long: more than one block
-                    out = self._fused(terms, vf, static, None, None, offset == 0 and lq == lk)  # FR via flash
+                    out = self._fused(terms, vf, static, None, None, plain_causal)  # FR via flash
                 else:
                     out = self._blocked(terms, vf, static, bias, causal_shift)  # (1, H, Lq, B * d_h)
                 if attn_mask is not None and static is not None:  # queries with no visible key output zeros
@@ -277,9 +280,9 @@ class SyntheticAttention(nn.Module):
         if dots and not learned_bias:
             # V, D, FR and their mixtures, and any mixture without gradients: the fused kernel (flash on
             # CPU and GPU) with widths padded to match; a constant bias rides along as the float mask
-            return self._fused(terms, v, allowed, bias, key_padding_mask, offset == 0 and lq == lk)
+            return self._fused(terms, v, allowed, bias, key_padding_mask, plain_causal)
         if dots and v.is_cuda:  # CUDA's memory-efficient SDPA kernel differentiates an additive mask itself
-            return self._fused(terms, v, allowed, bias, key_padding_mask, offset == 0 and lq == lk)
+            return self._fused(terms, v, allowed, bias, key_padding_mask, plain_causal)
         out = self._blocked(terms, v, allowed, bias, causal_shift)  # e.g. R+V: a learned bias needs dS
         if allowed is not None and (key_padding_mask is not None or attn_mask is not None):
             out = out.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)  # queries with no visible key
@@ -312,7 +315,7 @@ class SyntheticAttention(nn.Module):
             blocked = ~(allowed if allowed.dim() == 4 else allowed[None, None])  # (B or 1, H or 1, Lq, Lk)
         return blocked_attention(q, k, v, add, blocked, causal_shift, bias_scale=scale)
 
-    def _fused(self, terms, v, allowed, bias, key_padding_mask, square):
+    def _fused(self, terms, v, allowed, bias, key_padding_mask, plain_causal):
         """Dot-product members concatenated into one fused kernel call; the rest become an additive bias."""
         b = v.shape[0]
         dots = [t for t in terms if isinstance(t, DotLogits)]
@@ -326,7 +329,7 @@ class SyntheticAttention(nn.Module):
             add = bias if add is None else add + bias
         mask, is_causal = add, False
         if allowed is not None:
-            if add is None and allowed.dim() == 2 and square and self.causal:
+            if add is None and allowed.dim() == 2 and plain_causal:
                 is_causal = True  # plain causal: let the kernel skip masked blocks
             else:  # finite fill, so rows with no visible key stay NaN-free (zeroed below)
                 base = add if add is not None else q.new_zeros(())
