@@ -10,22 +10,18 @@ Every mixer has the interface of :class:`synthformer.SyntheticAttention`::
 """
 from __future__ import annotations
 
-import inspect
-
 from torch import nn
 
 from ._common import BAND_MAX_LEN, ConvCache
 from .dynamicconv import DynamicConv
 from .lightconv import LightConv
 from .linformer import Linformer
+from .registry import (BASELINES, MixerError, MixerSpec, SlotError, UnknownMixerError, baseline_options,
+                       build_token_mixer, check_slot, display_name, is_baseline, mixer_state_numel, resolve_mixer)
 
-MIXERS: dict[str, type[nn.Module]] = {"lightconv": LightConv, "dynamicconv": DynamicConv, "linformer": Linformer}
-
-
-def mixer_options(name: str) -> tuple[str, ...]:
-    """Names of the extra keyword options a mixer accepts (beyond causal and dropout)."""
-    params = inspect.signature(MIXERS[name.lower()].__init__).parameters
-    return tuple(p for p, v in params.items() if v.kind is v.KEYWORD_ONLY and p not in ("causal", "dropout"))
+# Baseline name -> class, derived from the registry's BASELINES rows (kept for existing callers).
+MIXERS: dict[str, type[nn.Module]] = {name: row.cls for name, row in BASELINES.items()}
+mixer_options = baseline_options  # the extra keyword options a baseline accepts (beyond causal and dropout)
 
 
 def build_mixer(name: str, embed_dim: int, num_heads: int, max_seq_len: int, *, causal: bool = False,
@@ -34,11 +30,13 @@ def build_mixer(name: str, embed_dim: int, num_heads: int, max_seq_len: int, *, 
     e.g. ``kernel_size`` (convolutions) or ``linformer_k`` (Linformer)."""
     key = name.lower() if isinstance(name, str) else name
     if key not in MIXERS:
-        raise ValueError(f"unknown mixer {name!r}; valid names: {', '.join(MIXERS)}")
+        raise UnknownMixerError(f"unknown mixer {name!r}; valid names: {', '.join(MIXERS)}")
     unknown = sorted(set(options) - set(mixer_options(key)))
     if unknown:
-        raise ValueError(f"{key} does not take option(s) {unknown}; valid options: {', '.join(mixer_options(key))}")
+        raise MixerError(f"{key} does not take option(s) {unknown}; valid options: {', '.join(mixer_options(key))}")
     return MIXERS[key](embed_dim, num_heads, max_seq_len, causal=causal, dropout=dropout, **options)
 
 
-__all__ = ["MIXERS", "build_mixer", "mixer_options", "LightConv", "DynamicConv", "Linformer", "ConvCache", "BAND_MAX_LEN"]
+__all__ = ["BASELINES", "MIXERS", "MixerError", "MixerSpec", "SlotError", "UnknownMixerError", "build_mixer",
+           "build_token_mixer", "check_slot", "display_name", "is_baseline", "mixer_options", "mixer_state_numel",
+           "resolve_mixer", "LightConv", "DynamicConv", "Linformer", "ConvCache", "BAND_MAX_LEN"]

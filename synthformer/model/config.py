@@ -5,6 +5,12 @@ import dataclasses
 import difflib
 from dataclasses import dataclass, field
 
+import math
+import os
+
+from ..errors import ConfigError
+from ..mixers import check_slot, is_baseline, mixer_state_numel, resolve_mixer
+
 KINDS = ("lm", "classifier", "seq2seq", "mlm")
 
 # Named shapes; "base" is the paper's base Transformer (6 layers, d=512, 8 heads, FFN 2048).
@@ -48,20 +54,10 @@ class ModelConfig:
     extra: dict = field(default_factory=dict)  # free-form notes carried along (e.g. tokenizer kind); not used to build
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"kind={self.kind!r} is not one of {', '.join(KINDS)}")
-        if self.embed_dim % self.num_heads:
-            raise ValueError(f"num_heads={self.num_heads} must divide embed_dim={self.embed_dim}")
-        if self.pooling not in ("mean", "cls"):
-            raise ValueError(f"pooling={self.pooling!r} must be 'mean' or 'cls'")
-        for name in ("vocab_size", "num_layers", "ffn_dim", "max_seq_len", "num_classes"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name}={getattr(self, name)} must be positive")
-        if self.dense_factors is not None:
+        """Fail fast: every field is checked here, so a config that exists can be built."""
+        if self.dense_factors is not None and isinstance(self.dense_factors, list):
             self.dense_factors = tuple(self.dense_factors)
-        for spec, layers in ((self.attention, self.num_layers), (self.decoder_attention, self.decoder_layers)):
-            if isinstance(spec, (list, tuple)) and len(spec) != layers:
-                raise ValueError(f"attention list {spec} has {len(spec)} entries for {layers} layers")
+        validate(self)
 
     @property
     def decoder_layers(self) -> int:
@@ -77,7 +73,7 @@ class ModelConfig:
     def preset(cls, name: str, **overrides) -> "ModelConfig":
         """A named shape (tiny, small, base) with field overrides, e.g. ``preset("tiny", kind="lm", attention="R")``."""
         if name not in PRESETS:
-            raise ValueError(f"unknown preset {name!r}; valid: {', '.join(PRESETS)}")
+            raise ConfigError(f"unknown preset {name!r}; valid: {', '.join(PRESETS)}")
         return cls.from_dict(PRESETS[name] | overrides)
 
     @classmethod
@@ -88,10 +84,168 @@ class ModelConfig:
             if key not in names:
                 close = difflib.get_close_matches(key, names, n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise ValueError(f"unknown ModelConfig field {key!r}{hint}")
+                raise ConfigError(f"unknown ModelConfig field {key!r}{hint}")
         return cls(**d)
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["dense_factors"] = list(self.dense_factors) if self.dense_factors else None
         return d
+
+
+# ----------------------------------------------------------------------------- validation
+POOLINGS = ("mean", "cls")
+BYTES_PER_VALUE = 4  # float32 parameters and buffers
+POSITIVE_INTS = ("vocab_size", "embed_dim", "num_heads", "num_layers", "ffn_dim", "max_seq_len", "num_classes",
+                 "factorized_k", "kernel_size", "linformer_k")
+TOKEN_IDS = ("pad_id", "bos_id", "eos_id")
+MIXER_OPTIONS = ("factorized_k", "dense_factors", "random_init_scale", "kernel_size", "linformer_k")
+
+
+def validate(cfg: ModelConfig) -> None:
+    """Raise ConfigError (one line: field, value, fix) unless every field of ``cfg`` is usable."""
+    _check_types(cfg)
+    _check_ranges(cfg)
+    for field_name, spec, causal, cross in slots(cfg):
+        check_slot(spec, causal=causal, cross=cross, field=field_name)
+    _check_mixer_options(cfg)
+    _check_memory(cfg)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_types(cfg: ModelConfig) -> None:
+    if cfg.kind not in KINDS:
+        raise ConfigError(f"kind={cfg.kind!r} is not one of {', '.join(KINDS)}")
+    if cfg.pooling not in POOLINGS:
+        raise ConfigError(f"pooling={cfg.pooling!r} must be one of {', '.join(POOLINGS)}")
+    for name in POSITIVE_INTS + TOKEN_IDS:
+        if not _is_int(getattr(cfg, name)):
+            raise ConfigError(f"{name}={getattr(cfg, name)!r} must be an integer")
+    if cfg.num_decoder_layers is not None and not _is_int(cfg.num_decoder_layers):
+        raise ConfigError(f"num_decoder_layers={cfg.num_decoder_layers!r} must be an integer or None")
+    for name in ("dropout", "attention_dropout", "random_init_scale"):
+        value = getattr(cfg, name)
+        if not _is_number(value) or not math.isfinite(value):
+            raise ConfigError(f"{name}={value!r} must be a finite number")
+    if not isinstance(cfg.tie_embeddings, bool):
+        raise ConfigError(f"tie_embeddings={cfg.tie_embeddings!r} must be true or false")
+    if not isinstance(cfg.extra, dict):
+        raise ConfigError(f"extra={cfg.extra!r} must be a mapping")
+    for name in ("attention", "decoder_attention"):
+        spec = getattr(cfg, name)
+        if isinstance(spec, (list, tuple)):
+            layers = cfg.num_layers if name == "attention" else cfg.decoder_layers
+            if len(spec) != layers:
+                raise ConfigError(f"{name}: attention list {list(spec)} has {len(spec)} entries for {layers} layers; "
+                                  f"give one spec per layer or a single spec for all")
+            for i, s in enumerate(spec):
+                resolve_mixer(s, f"{name}[{i}]")
+        elif spec is not None or name == "attention":
+            resolve_mixer(spec, name)
+    if not isinstance(cfg.cross_attention, str):
+        raise ConfigError(f"cross_attention={cfg.cross_attention!r} must be one spec, e.g. 'vanilla'")
+    resolve_mixer(cfg.cross_attention, "cross_attention")
+
+
+def _check_ranges(cfg: ModelConfig) -> None:
+    for name in POSITIVE_INTS:
+        if getattr(cfg, name) < 1:
+            raise ConfigError(f"{name}={getattr(cfg, name)} must be a positive integer")
+    if cfg.num_decoder_layers is not None and cfg.num_decoder_layers < 1:
+        raise ConfigError(f"num_decoder_layers={cfg.num_decoder_layers} must be positive (or None = num_layers)")
+    if cfg.embed_dim % cfg.num_heads:
+        divisors = [h for h in range(1, min(cfg.embed_dim, 64) + 1) if cfg.embed_dim % h == 0]
+        raise ConfigError(f"num_heads={cfg.num_heads} must divide embed_dim={cfg.embed_dim}; "
+                          f"e.g. one of {', '.join(map(str, divisors[-6:]))}")
+    for name in TOKEN_IDS:
+        if not 0 <= getattr(cfg, name) < cfg.vocab_size:
+            raise ConfigError(f"{name}={getattr(cfg, name)} must be a token id in [0, vocab_size={cfg.vocab_size})")
+    for name in ("dropout", "attention_dropout"):
+        if not 0.0 <= getattr(cfg, name) < 1.0:
+            raise ConfigError(f"{name}={getattr(cfg, name)} must be in [0, 1), e.g. 0.1")
+    if cfg.random_init_scale <= 0:
+        raise ConfigError(f"random_init_scale={cfg.random_init_scale} must be > 0 (1.0 = the official code)")
+
+
+def slots(cfg: ModelConfig) -> list[tuple[str, object, bool, bool]]:
+    """(field label, spec, causal, cross) of every token-mixing slot the model of ``cfg`` has."""
+    def layer_slots(name: str, spec, n: int, causal: bool) -> list:
+        if isinstance(spec, (list, tuple)):
+            return [(f"{name}[{i}]", s, causal, False) for i, s in enumerate(spec)]
+        return [(name, spec, causal, False)] * n
+
+    if cfg.kind == "lm":
+        return layer_slots("attention", cfg.attention, cfg.num_layers, True)
+    if cfg.kind in ("classifier", "mlm"):
+        return layer_slots("attention", cfg.attention, cfg.num_layers, False)
+    # seq2seq: the decoder's self-attention is `decoder_attention`, or `attention` when that is None
+    dec_name = "decoder_attention" if cfg.decoder_attention is not None else "decoder_attention=None, so attention"
+    dec_spec = cfg.decoder_attention if cfg.decoder_attention is not None else cfg.attention
+    return (layer_slots("attention", cfg.attention, cfg.num_layers, False)
+            + layer_slots(dec_name, dec_spec, cfg.decoder_layers, True)
+            + [("cross_attention", cfg.cross_attention, False, True)] * cfg.decoder_layers)
+
+
+def mixer_options(cfg: ModelConfig) -> dict:
+    """The model-level mixer options (each mixer takes the ones it knows)."""
+    return {name: getattr(cfg, name) for name in MIXER_OPTIONS}
+
+
+def _check_mixer_options(cfg: ModelConfig) -> None:
+    members = {m for _, spec, _, _ in slots(cfg) for m in resolve_mixer(spec).members}
+    n = cfg.max_seq_len
+    if "factorized_random" in members and cfg.factorized_k > n:
+        raise ConfigError(f"factorized_k={cfg.factorized_k} must be between 1 and max_seq_len={n} "
+                          "(paper: 8; 32 for encoding tasks)")
+    if cfg.dense_factors is not None:
+        pair = cfg.dense_factors
+        if not (isinstance(pair, tuple) and len(pair) == 2 and all(_is_int(v) and v >= 1 for v in pair)):
+            raise ConfigError(f"dense_factors={pair!r} must be a pair of positive integers (a, b) with a*b = "
+                              f"max_seq_len={n}, or None for the pair nearest sqrt({n})")
+        if pair[0] * pair[1] != n:
+            a = max(d for d in range(1, math.isqrt(n) + 1) if n % d == 0)
+            raise ConfigError(f"dense_factors={pair} multiply to {pair[0] * pair[1]}, not max_seq_len={n}; "
+                              f"e.g. use ({a}, {n // a}) or None")
+
+
+def estimate_parameter_bytes(cfg: ModelConfig) -> int:
+    """float32 bytes of the parameters and buffers the model of ``cfg`` holds, computed without building it
+    (the token mixers are counted on the meta device; the rest from the shapes in transformer.py)."""
+    d, f, v, n = cfg.embed_dim, cfg.ffn_dim, cfg.vocab_size, cfg.max_seq_len
+    numel = v * d + n * d  # token embedding and position table
+    numel += {"lm": 0 if cfg.tie_embeddings else v * d, "mlm": 0 if cfg.tie_embeddings else v * d,
+              "seq2seq": 0 if cfg.tie_embeddings else v * d, "classifier": d * cfg.num_classes + cfg.num_classes}[cfg.kind]
+    block = 2 * 2 * d + (d * f + f + f * d + d)  # two LayerNorms and the feed-forward block
+    counted: dict[tuple, int] = {}
+    for _, spec, causal, cross in slots(cfg):
+        key = (str(spec), causal, cross)
+        if key not in counted:
+            counted[key] = mixer_state_numel(spec, embed_dim=d, num_heads=cfg.num_heads, max_seq_len=n,
+                                             causal=causal, cross=cross, **mixer_options(cfg))
+        numel += counted[key] + (2 * d if cross else block)  # a cross slot adds its own LayerNorm
+    stacks = 2 if cfg.kind == "seq2seq" else 1
+    return (numel + stacks * 2 * d) * BYTES_PER_VALUE  # final LayerNorm of each stack
+
+
+def physical_memory_bytes() -> int | None:
+    """The machine's physical memory (None where the OS does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _check_memory(cfg: ModelConfig) -> None:
+    need, have = estimate_parameter_bytes(cfg), physical_memory_bytes()
+    if have is not None and need > have:
+        sizes = ", ".join(f"{k}={getattr(cfg, k)}" for k in ("embed_dim", "num_layers", "max_seq_len", "vocab_size"))
+        raise ConfigError(f"the model is too large for this machine: its parameters alone need about "
+                          f"{need / 2**30:,.1f} GiB (estimated from {sizes}), more than the {have / 2**30:,.1f} GiB "
+                          "of physical memory; lower one of them")

@@ -3,30 +3,16 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from ..attention import SyntheticAttention
-from ..mixers import MIXERS, build_mixer
-from .config import ModelConfig
+from ..mixers import build_token_mixer as build_mixer_for_slot
+from .config import ModelConfig, mixer_options
 
 
-def build_token_mixer(spec: str, cfg: ModelConfig, causal: bool) -> nn.Module:
-    """A baseline by name (lightconv, dynamicconv, linformer) or SyntheticAttention for a synthesizer spec."""
-    d, h, n = cfg.embed_dim, cfg.num_heads, cfg.max_seq_len
-    name = spec.lower() if isinstance(spec, str) else spec
-    if name in ("lightconv", "dynamicconv"):
-        return build_mixer(name, d, h, n, causal=causal, dropout=cfg.attention_dropout, kernel_size=cfg.kernel_size)
-    if name == "linformer":
-        if causal:
-            raise ValueError("linformer cannot be used in a decoder (its length projection mixes future "
-                             "positions, so it cannot decode); use it in encoders only")
-        return build_mixer(name, d, h, n, dropout=cfg.attention_dropout, linformer_k=cfg.linformer_k)
-    try:
-        return SyntheticAttention(d, h, n, spec, causal=causal, dropout=cfg.attention_dropout,
-                                  factorized_k=cfg.factorized_k, dense_factors=cfg.dense_factors,
-                                  random_init_scale=cfg.random_init_scale)
-    except ValueError as e:
-        if "unknown synthesizer" in str(e):
-            raise ValueError(f"{e}; or a baseline: {', '.join(MIXERS)}") from None
-        raise
+def build_token_mixer(spec: str, cfg: ModelConfig, causal: bool, cross: bool = False) -> nn.Module:
+    """The token mixer of one slot (a synthesizer mixture or a baseline), from the mixer registry."""
+    field = "cross_attention" if cross else "attention"
+    return build_mixer_for_slot(spec, embed_dim=cfg.embed_dim, num_heads=cfg.num_heads, max_seq_len=cfg.max_seq_len,
+                                causal=causal, cross=cross, dropout=cfg.attention_dropout, field=field,
+                                **mixer_options(cfg))
 
 
 class FeedForward(nn.Sequential):
@@ -43,13 +29,8 @@ class Block(nn.Module):
         self.norm1, self.mixer = nn.LayerNorm(d), build_token_mixer(spec, cfg, causal)
         self.cross = None
         if cross:
-            if cfg.cross_attention.lower() in MIXERS:
-                raise ValueError(f"cross_attention={cfg.cross_attention!r}: baselines cannot attend to an "
-                                 "encoder; use a synthesizer spec such as 'vanilla'")
             self.norm_c = nn.LayerNorm(d)
-            self.cross = SyntheticAttention(d, cfg.num_heads, cfg.max_seq_len, cfg.cross_attention,
-                                            dropout=cfg.attention_dropout, factorized_k=cfg.factorized_k,
-                                            dense_factors=cfg.dense_factors, random_init_scale=cfg.random_init_scale)
+            self.cross = build_token_mixer(cfg.cross_attention, cfg, causal=False, cross=True)
         self.norm2, self.ffn = nn.LayerNorm(d), FeedForward(d, cfg.ffn_dim, cfg.dropout)
         self.drop = nn.Dropout(cfg.dropout)
 
