@@ -1,0 +1,36 @@
+"""The transformers-dependent part of ``synthformer.hf``; importing it registers the Auto classes."""
+from __future__ import annotations
+
+from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM,
+                          AutoModelForSequenceClassification)
+
+from .cache import SynthformerCache, SynthformerCacheLayer
+from .configuration import SynthformerConfig
+from .export import AUTO_CLASSES, ExportError, export_hf, find_model_folder
+from .modeling import (HF_CLASSES, SynthformerForCausalLM, SynthformerForMaskedLM, SynthformerForSeq2SeqLM,
+                       SynthformerForSequenceClassification, SynthformerPreTrainedModel, from_hf, to_hf)
+from .tokenization import to_hf_tokenizer, to_tokenizers
+
+
+def register() -> None:
+    """Map model_type "synthformer" to these classes (idempotent)."""
+    try:
+        AutoConfig.register(SynthformerConfig.model_type, SynthformerConfig)
+    except ValueError:  # already registered
+        pass
+    for auto, cls in ((AutoModelForCausalLM, SynthformerForCausalLM),
+                      (AutoModelForSequenceClassification, SynthformerForSequenceClassification),
+                      (AutoModelForMaskedLM, SynthformerForMaskedLM),
+                      (AutoModelForSeq2SeqLM, SynthformerForSeq2SeqLM)):
+        try:
+            auto.register(SynthformerConfig, cls)
+        except ValueError:
+            pass
+
+
+register()
+
+__all__ = ["AUTO_CLASSES", "ExportError", "HF_CLASSES", "SynthformerCache", "SynthformerCacheLayer",
+           "SynthformerConfig", "SynthformerForCausalLM", "SynthformerForMaskedLM", "SynthformerForSeq2SeqLM",
+           "SynthformerForSequenceClassification", "SynthformerPreTrainedModel", "export_hf", "find_model_folder",
+           "from_hf", "register", "to_hf", "to_hf_tokenizer", "to_tokenizers"]

@@ -1,0 +1,64 @@
+"""A synthformer tokenizer as a Hugging Face fast tokenizer (``AutoTokenizer`` loads what it saves).
+
+synthformer writes ``tokenizer.json`` as its own wrapper ({"kind", "specials", ...}); this module
+rebuilds the same mapping as a plain ``tokenizers.Tokenizer``:
+
+* ``bpe``: the inner byte-level BPE, unchanged;
+* ``byte`` / ``pixel``: the 256 byte values in GPT-2's byte-to-character alphabet, id = byte + 5, no merges;
+* ``char``: one token per training character, id = rank + 5, unseen characters -> ``<unk>``.
+
+Special tokens keep their ids (``<pad>`` 0, ``<bos>`` 1, ``<eos>`` 2, ``<unk>`` 3, ``<mask>`` 4) and, as in
+synthformer, text that contains "<pad>" etc. is encoded as ordinary text and no special token is added
+(``encode`` of the two tokenizers agrees; the models' tasks add BOS/EOS themselves).
+"""
+from __future__ import annotations
+
+from ..data.tokenizer import SPECIALS, BPETokenizer, ByteTokenizer, CharTokenizer, Tokenizer
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte -> printable character map (the alphabet of ``pre_tokenizers.ByteLevel``)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def to_tokenizers(tokenizer: Tokenizer):
+    """The plain ``tokenizers.Tokenizer`` with the same ids as the synthformer ``tokenizer``."""
+    from tokenizers import Tokenizer as HFTokenizer, decoders, models, pre_tokenizers
+
+    base = {s: i for i, s in enumerate(SPECIALS)}
+    if isinstance(tokenizer, BPETokenizer):
+        tk = HFTokenizer.from_str(tokenizer.hf.to_str())
+    elif isinstance(tokenizer, ByteTokenizer):
+        b2u = _bytes_to_unicode()
+        vocab = base | {b2u[b]: b + ByteTokenizer.offset for b in range(256)}
+        tk = HFTokenizer(models.BPE(vocab=vocab, merges=[]))
+        tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+        tk.decoder = decoders.ByteLevel()
+    elif isinstance(tokenizer, CharTokenizer):
+        vocab = base | {c: i + len(SPECIALS) for i, c in enumerate(tokenizer.chars)}
+        tk = HFTokenizer(models.BPE(vocab=vocab, merges=[], unk_token=SPECIALS[3]))
+        tk.decoder = decoders.Fuse()  # characters joined as they are (no spaces between tokens)
+    else:
+        raise TypeError(f"no Hugging Face form for tokenizer {type(tokenizer).__name__}")
+    tk.add_special_tokens(SPECIALS)  # already ids 0..4: marks them special (skipped when decoding)
+    tk.encode_special_tokens = True  # "<pad>" inside text stays text, as in synthformer
+    return tk
+
+
+def to_hf_tokenizer(tokenizer: Tokenizer, model_max_length: int | None = None):
+    """A ``PreTrainedTokenizerFast`` equal to the synthformer ``tokenizer`` (ids, decoding, specials)."""
+    from transformers import PreTrainedTokenizerFast
+
+    pad, bos, eos, unk, mask = SPECIALS
+    kwargs = {"model_max_length": model_max_length} if model_max_length else {}
+    return PreTrainedTokenizerFast(tokenizer_object=to_tokenizers(tokenizer), pad_token=pad, bos_token=bos,
+                                   eos_token=eos, unk_token=unk, mask_token=mask, split_special_tokens=True,
+                                   **kwargs)
