@@ -1,12 +1,12 @@
-"""Run-folder files written atomically: checkpoints (weights + training state) and JSON records.
+"""Training checkpoints: weights + training state, written atomically and verified on resume.
 
-A checkpoint is written to a temporary folder, renamed into place, and only then named by
-``latest.json`` (itself replaced atomically), so a run killed at any moment resumes from the last
-complete one. ``state.pt`` holds plain tensors and dicts only and is read with ``weights_only=True``.
+A checkpoint is written to a temporary folder (``.step-N.tmp-PID``: every file fsynced, then
+``manifest.json`` with their SHA-256), renamed into place (the parent fsynced), and only then named
+by ``latest.json`` (itself replaced atomically), so a run killed at any moment resumes from the last
+complete one. ``state.pt`` holds plain tensors and dicts only and is read with ``weights_only=True``
+after its checksum is verified.
 """
 from __future__ import annotations
-
-from .errors import SynthformerError
 
 import json
 import os
@@ -16,23 +16,14 @@ from pathlib import Path
 
 import torch
 
+from .errors import SynthformerError
+from .integrity import (CheckpointError, atomic_write_json, atomic_write_text, fsync_dir,  # noqa: F401 (re-exported)
+                        remove_stale_temps, write_manifest)
+from .model.io import write_model_files
+
 
 class RunError(SynthformerError):
-    """A run cannot start or resume (folder exists, already complete, config mismatch)."""
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write then rename: readers see the old file or the new one, never half of it."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def atomic_write_json(path: Path, obj) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, default=str) + "\n")
+    """A run cannot start or resume (folder exists, already complete, config mismatch, locked)."""
 
 
 CKPT_DIR, LATEST, STATE = "checkpoints", "latest.json", "state.pt"
@@ -47,18 +38,23 @@ def rank_state(device: torch.device, batcher, mask_generator: torch.Generator) -
 
 
 def save_checkpoint(out: Path, step: int, model, optimizer, rank_states: list, counters: dict, keep: int) -> Path:
-    """Write checkpoints/step-N atomically (temp folder, rename), then point latest.json at it."""
+    """Write checkpoints/step-N atomically (temp folder, manifest, rename), then point latest.json at it."""
     folder = out / CKPT_DIR
     folder.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(folder)
     name = f"step-{step:08d}"
     final = folder / name
     if not final.exists():  # the same step is never written twice (its state would be identical)
-        tmp = folder / f".{name}.tmp"
+        tmp = folder / f".{name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
-        model.save(tmp)
+        tmp.mkdir()
+        write_model_files(model, tmp)
         torch.save({"step": step, "optimizer": optimizer.state_dict(), "ranks": rank_states,
                     "counters": counters}, tmp / STATE)
+        write_manifest(tmp)  # fsyncs every file it lists, then itself
+        fsync_dir(tmp)
         os.replace(tmp, final)
+        fsync_dir(folder)
     atomic_write_json(folder / LATEST, {"step": step, "path": name})
     for old in sorted(p for p in folder.glob("step-*") if p.is_dir())[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
@@ -70,7 +66,31 @@ def latest_checkpoint(out: Path) -> Path | None:
     pointer = Path(out) / CKPT_DIR / LATEST
     if not pointer.exists():
         return None
-    folder = pointer.parent / json.loads(pointer.read_text())["path"]
+    try:
+        name = json.loads(pointer.read_text())["path"]
+        assert isinstance(name, str) and name and Path(name).name == name
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AssertionError):
+        raise RunError(f"{pointer}: not a valid checkpoint pointer (corrupted); write "
+                       '{"path": "step-N"} naming a folder of checkpoints/, or delete it to restart the run') from None
+    folder = pointer.parent / name
     if not (folder / STATE).exists():
         raise RunError(f"{pointer} names {folder}, which is incomplete; delete {pointer} to restart the run")
     return folder
+
+
+def load_state(ckpt: Path, world_size: int) -> dict:
+    """The training state of a checkpoint folder whose manifest was verified (by ``load``)."""
+    file = ckpt / STATE
+    try:
+        state = torch.load(file, map_location="cpu", weights_only=True)
+        ranks = state["ranks"]
+        assert isinstance(ranks, list) and {"step", "optimizer", "counters"} <= set(state)
+    except Exception as e:  # torch raises RuntimeError, UnpicklingError, EOFError, ... on a damaged file
+        raise CheckpointError(f"{file}: unreadable training state ({type(e).__name__}: "
+                              f"{str(e).splitlines()[0] if str(e) else 'corrupted'}); resume from an earlier "
+                              "checkpoint or restart the run") from None
+    if len(ranks) != world_size:
+        raise RunError(f"{file} was written by {len(ranks)} process(es); resume it with the same world size "
+                       f"(torchrun --nproc_per_node {len(ranks)}), not {world_size}")
+    return state
+

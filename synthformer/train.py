@@ -3,52 +3,69 @@
     from synthformer.train import TrainConfig, train
     result = train(TrainConfig(task="lm", data="chitchat", steps=500, out="runs/lm"), {"attention": "R+V"})
 
-What a run folder holds (rank 0 alone writes it):
-    config.json          the resolved model + train config, written first
-    tokenizer.json       the tokenizer the run trained (reused on resume / eval / generate)
-    metrics.jsonl        one row per log / evaluation: {"step", "split", "loss", ...}
-    checkpoints/         step-XXXXXXXX/ (model.safetensors, config.json, state.pt) + latest.json
-    model/               the final weights (model.safetensors + config.json)
-    done.json            final metrics; written last, atomically: only a finished run has it
+`train` reads as its steps: open the run (lock, folder checks), build (data, model, optimizer,
+batches: all before the first file is written), restore (the latest checkpoint when resuming), then
+the loop of train step / log / evaluate / checkpoint, and finish (final model, done.json).
 
-Checkpoints are written to a temporary folder, renamed into place, and only then named by
+What a run folder holds (rank 0 alone writes it, holding train.lock for the whole run):
+    tokenizer.json       the tokenizer the run trained (reused on resume / eval / generate)
+    config.json          the resolved model + train config; written once everything was built (marks a run)
+    metrics.jsonl        one row per log / evaluation: {"step", "split", "loss", ...}
+    checkpoints/         step-XXXXXXXX/ (model.safetensors, config.json, state.pt, manifest.json) + latest.json
+    model/               the final weights (model.safetensors + config.json + manifest.json)
+    done.json            final metrics; written last, atomically: only a finished run has it
+    train.lock           only while a run writes the folder (holds its pid)
+
+Checkpoints are written to a temporary folder, fsynced, renamed into place, and only then named by
 ``latest.json`` (itself replaced atomically), so a run killed at any moment resumes from the last
-complete checkpoint. ``state.pt`` holds plain tensors and dicts only (optimizer, RNG of every rank,
-data position, step) and is read with ``weights_only=True``. The schedule is a pure function of the
-step, so resuming continues exactly: the final weights equal those of an uninterrupted run.
+complete checkpoint. Every checkpoint folder and ``model/`` carry ``manifest.json`` (SHA-256 of each
+file), verified before resuming, evaluating or generating. ``state.pt`` holds plain tensors and dicts
+only (optimizer, RNG of every rank, data position, step) and is read with ``weights_only=True``.
+The schedule is a pure function of the step, so resuming continues exactly: the final weights equal
+those of an uninterrupted run.
 
 Under ``torchrun --nproc_per_node N`` the same code runs DDP (gloo on CPU, nccl on GPU): each rank
 reads its own shard of every batch, so ``batch_size`` is per rank (global batch = N x batch_size).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import random
 import sys
 import time
+import types
+import typing
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from .data import build_tokenizer, load_source, load_tokenizer
-from .model import ModelConfig, build_model, count_parameters, load
+from .checkpoint import CKPT_DIR, RunError, latest_checkpoint, load_state, rank_state, save_checkpoint
+from .data import DataError, build_tokenizer, load_source
+from .data.tokenizer import TOKENIZERS
+from .distributed import Dist, barrier, gather, setup_distributed
+from .errors import ConfigError
+from .integrity import atomic_write_json, fsync_file, remove_stale_temps
+from .lock import RunLock
+from .model import PRESETS, ModelConfig, build_model, count_parameters, load
+from .runs import DONE, METRICS, RUN_CONFIG, TOKENIZER, load_run_tokenizer, read_run_config, trim_metrics
 from .tasks import TASKS, Task, build_task
 from .tasks.base import to_device
-from .checkpoint import (STATE, RunError, atomic_write_json, atomic_write_text, latest_checkpoint, rank_state,
-                         save_checkpoint)
-from .distributed import barrier, gather, setup_distributed
 
 SCHEDULES = ("cosine", "linear", "constant")
 PRECISIONS = ("fp32", "bf16")
+DECODES = ("greedy", "beam")
 
 
 @dataclass
 class TrainConfig:
-    """Everything about a run except the model shape (that is ModelConfig); stored in config.json."""
+    """Everything about a run except the model shape (that is ModelConfig); stored in config.json.
+
+    Every field is checked on construction (type, then range); a bad value raises ConfigError naming it."""
 
     task: str = "lm"  # lm | classify | seq2seq | mlm
     data: str = "chitchat"  # a registry source (`synthformer data list`) or a .txt/.tsv/.jsonl file or folder
@@ -90,26 +107,80 @@ class TrainConfig:
     tensorboard: bool = False  # also write TensorBoard logs to out/tensorboard (needs `pip install tensorboard`)
 
     def __post_init__(self):
-        if self.task not in TASKS:
-            raise ValueError(f"task={self.task!r} is not one of {', '.join(TASKS)}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule={self.schedule!r} is not one of {', '.join(SCHEDULES)}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision={self.precision!r} is not one of {', '.join(PRECISIONS)}")
-        if self.decode not in ("greedy", "beam"):
-            raise ValueError(f"decode={self.decode!r} must be 'greedy' or 'beam'")
-        for name in ("steps", "batch_size", "log_every", "keep_checkpoints"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
-        for name in ("warmup_steps", "eval_every", "eval_batches", "final_eval_batches", "checkpoint_every",
-                     "grad_clip", "lr"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name}={getattr(self, name)} must be >= 0")
-        if self.seq_len is not None and self.seq_len < 2:
-            raise ValueError(f"seq_len={self.seq_len} must be >= 2")
+        _check_types(self)
+        for name, (ok, rule) in _RULES.items():
+            value = getattr(self, name)
+            if value is not None and not ok(value):
+                raise ConfigError(f"{name}={value!r} is invalid: must be {rule}")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def _is_device(name: str) -> bool:
+    try:
+        return name == "auto" or torch.device(name) is not None
+    except (RuntimeError, ValueError):
+        return False
+
+
+# Range of every field whose type alone does not say it (None passes where the type allows it).
+_RULES: dict[str, tuple] = {
+    "task": (lambda v: v in TASKS, f"one of {', '.join(TASKS)}"),
+    "data": (lambda v: v.strip() != "", "a source name or a file / folder path"),
+    "max_examples": (lambda v: v >= 1, ">= 1 (or None for all)"),
+    "preset": (lambda v: v in PRESETS, f"one of {', '.join(PRESETS)}"),
+    "tokenizer": (lambda v: v in TOKENIZERS, f"one of {', '.join(TOKENIZERS)}"),
+    "vocab_size": (lambda v: v >= 1, ">= 1"),
+    "seq_len": (lambda v: v >= 2, ">= 2 (or None for the model's max_seq_len)"),
+    "batch_size": (lambda v: v >= 1, ">= 1"),
+    "max_tokens": (lambda v: v >= 1, ">= 1 (or None for no cap)"),
+    "steps": (lambda v: v >= 1, ">= 1"),
+    "lr": (lambda v: v > 0, "a finite number > 0"),
+    "min_lr_ratio": (lambda v: 0 <= v <= 1, "in [0, 1]"),
+    "warmup_steps": (lambda v: v >= 0, ">= 0"),
+    "schedule": (lambda v: v in SCHEDULES, f"one of {', '.join(SCHEDULES)}"),
+    "weight_decay": (lambda v: v >= 0, ">= 0"),
+    "beta1": (lambda v: 0 <= v < 1, "in [0, 1)"),
+    "beta2": (lambda v: 0 <= v < 1, "in [0, 1)"),
+    "grad_clip": (lambda v: v >= 0, ">= 0 (0 = off)"),
+    "precision": (lambda v: v in PRECISIONS, f"one of {', '.join(PRECISIONS)}"),
+    "eval_every": (lambda v: v >= 0, ">= 0 (0 = only at the end)"),
+    "eval_batches": (lambda v: v >= 0, ">= 0 (0 = the whole split)"),
+    "final_eval_batches": (lambda v: v >= 0, ">= 0 (0 = the whole split)"),
+    "decode": (lambda v: v in DECODES, f"one of {', '.join(DECODES)}"),
+    "num_beams": (lambda v: v >= 1, ">= 1"),
+    "decode_examples": (lambda v: v >= 0, ">= 0"),
+    "mask_prob": (lambda v: 0 < v <= 1, "in (0, 1]"),
+    "checkpoint_every": (lambda v: v >= 0, ">= 0 (0 = only at the end)"),
+    "keep_checkpoints": (lambda v: v >= 1, ">= 1"),
+    "log_every": (lambda v: v >= 1, ">= 1"),
+    "seed": (lambda v: 0 <= v < 2**32, "in [0, 2**32)"),
+    "device": (_is_device, "auto, cpu, cuda, cuda:N or mps"),
+    "threads": (lambda v: v >= 1, ">= 1 (or None for torch's default)"),
+    "stop_after": (lambda v: v >= 1, ">= 1 (or None)"),
+}
+
+
+def _check_types(cfg) -> None:
+    """Every field against its annotation: bool, int (not bool), float (finite), str, or None where allowed."""
+    hints = typing.get_type_hints(type(cfg))
+    for f in dataclasses.fields(cfg):
+        value, tp = getattr(cfg, f.name), hints[f.name]
+        options = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
+        if value is None and type(None) in options:
+            continue
+        simple = [o for o in options if o in (bool, int, float, str)]
+        if len(simple) < len([o for o in options if o is not type(None)]):
+            continue  # a container type: left to the range rules
+        ok = any(isinstance(value, bool) if o is bool else
+                 isinstance(value, int) and not isinstance(value, bool) if o is int else
+                 isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                 if o is float else isinstance(value, o) for o in simple)
+        if not ok:
+            names = " or ".join(o.__name__ if o is not type(None) else "None" for o in options)
+            finite = " (finite)" if float in options else ""
+            raise ConfigError(f"{f.name}={value!r} is invalid: must be {names}{finite}")
 
 
 # ----------------------------------------------------------------------------- small helpers
@@ -148,7 +219,8 @@ def prepare_data(cfg: TrainConfig, seq_len: int, tokenizer=None, log=print) -> T
     splits = load_source(cfg.data, task.data_task, max_examples=cfg.max_examples, seed=cfg.seed)
     for name in ("train", "valid"):
         if not getattr(splits, name):
-            raise ValueError(f"data {cfg.data!r} has an empty {name} split; give more examples")
+            raise DataError(f"data {cfg.data!r} has an empty {name} split; give more examples "
+                            "(raise max_examples or add data)")
     if tokenizer is None:
         texts = _texts(splits.train, task.data_task)
         tokenizer = build_tokenizer(cfg.tokenizer, texts, vocab_size=cfg.vocab_size)
@@ -190,7 +262,7 @@ def check_attention_specs(model_cfg: ModelConfig) -> None:
             try:
                 parse_synthesizers(spec)
             except ValueError as e:
-                raise ValueError(f"attention={spec!r}: {e}; or a baseline: {', '.join(MIXERS)}") from None
+                raise ConfigError(f"attention={spec!r}: {e}; or a baseline: {', '.join(MIXERS)}") from None
 
 
 def resolve_seq_len(cfg: TrainConfig, model_overrides: dict) -> int:
@@ -198,36 +270,191 @@ def resolve_seq_len(cfg: TrainConfig, model_overrides: dict) -> int:
     max_len = model_overrides.get("max_seq_len") or ModelConfig.preset(cfg.preset).max_seq_len
     seq_len = cfg.seq_len or max_len
     if seq_len > max_len:
-        raise ValueError(f"seq_len={seq_len} is longer than the model's max_seq_len={max_len}; "
+        raise ConfigError(f"seq_len={seq_len} is longer than the model's max_seq_len={max_len}; "
                          f"lower seq_len or set max_seq_len={seq_len}")
     return seq_len
 
 
-# ----------------------------------------------------------------------------- checkpoints
+
+def evaluate(task: Task, model, data: TaskData, cfg: TrainConfig, split: str = "valid",
+             max_batches: int | None = None) -> dict:
+    """The task's metrics on one split (unshuffled, all of it unless `max_batches`)."""
+    model = getattr(model, "module", model)
+    was_training = model.training
+    model.eval()
+    batches = task.batches(data.encoded[split], data.tokenizer, data.seq_len, cfg.batch_size,
+                           max_tokens=cfg.max_tokens, shuffle=False)
+    limit = cfg.eval_batches if max_batches is None else max_batches
+    try:
+        return task.evaluate(model, batches, data.tokenizer, max_batches=limit, decode=cfg.decode,
+                             num_beams=cfg.num_beams, decode_examples=cfg.decode_examples)
+    finally:
+        model.train(was_training)
+
+
+# ----------------------------------------------------------------------------- opening the run
 RESUME_FREE = ("resume", "stop_after", "progress", "device", "threads", "tensorboard", "out")  # may change on resume
-def _load_resume_config(out: Path, cfg: TrainConfig) -> dict:
-    file = out / "config.json"
-    if not file.exists():
-        raise RunError(f"nothing to resume: {file} not found; start the run without --resume")
-    if (out / "done.json").exists():
+
+
+def _run_folder(cfg: TrainConfig, d: Dist) -> Path:
+    out_name = [cfg.out or default_out(cfg.task)]
+    if d.world_size > 1:  # every rank must use rank 0's folder (the default name holds a timestamp)
+        torch.distributed.broadcast_object_list(out_name, src=0)
+    out = Path(out_name[0])
+    if out.exists() and not out.is_dir():
+        raise RunError(f"out={out} is an existing file; give a folder for the run")
+    return out
+
+
+@contextlib.contextmanager
+def _open_run(out: Path, d: Dist):
+    """Rank 0 holds the run folder's lock for the whole run (one writer per folder) and clears the
+    temporary files of killed runs; a start that fails before writing anything removes the folders
+    it created, so it leaves nothing behind."""
+    if not d.main:
+        yield
+        return
+    created = [p for p in (out, *out.parents) if not p.exists()]
+    out.mkdir(parents=True, exist_ok=True)
+    ok = False
+    try:
+        with RunLock(out):
+            for folder in (out, out / CKPT_DIR, out / "model"):
+                remove_stale_temps(folder, mine_too=True)  # the lock is ours: no live writer here
+            Path(out / (TOKENIZER + ".tmp")).unlink(missing_ok=True)  # Tokenizer.save's temporary name
+            yield
+            ok = True
+    finally:
+        if not ok:
+            for folder in created:  # deepest first; stops at the first that is not empty
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
+
+
+def _check_folder(out: Path, cfg: TrainConfig, d: Dist) -> dict | None:
+    """The stored config when resuming (checked against `cfg` and the world size); None for a new run."""
+    if not cfg.resume:
+        if (out / RUN_CONFIG).exists():
+            raise RunError(f"{out} already holds a run; pass resume=true (--resume) to continue it, "
+                           "or choose another out")
+        return None
+    if not (out / RUN_CONFIG).exists():
+        raise RunError(f"nothing to resume: {out / RUN_CONFIG} not found; start the run without --resume")
+    if (out / DONE).exists():
         raise RunError(f"run {out} is already complete (done.json); choose another --out")
-    stored = json.loads(file.read_text())
+    stored = read_run_config(out)
     fixed = {k: v for k, v in stored["train"].items() if k not in RESUME_FREE}
     mine = {k: v for k, v in cfg.to_dict().items() if k not in RESUME_FREE}
     changed = {k: (fixed.get(k), v) for k, v in mine.items() if fixed.get(k) != v}
     if changed:
         raise RunError(f"cannot resume {out} with a different config (stored, given): {changed}; "
                        f"only {', '.join(RESUME_FREE)} may change")
+    world = stored.get("world_size", 1)
+    if world != d.world_size:
+        raise RunError(f"{out} was trained by {world} process(es); resume it with the same world size "
+                       f"(torchrun --nproc_per_node {world}), not {d.world_size}")
     return stored
 
 
-# ----------------------------------------------------------------------------- the loop
+def _write_start(out: Path, cfg: TrainConfig, model_cfg: ModelConfig, tokenizer, world_size: int) -> None:
+    """The tokenizer, then config.json (which marks a run): only once everything was built."""
+    tokenizer.save(out)
+    fsync_file(out / TOKENIZER)
+    atomic_write_json(out / RUN_CONFIG, {
+        "model": model_cfg.to_dict(), "train": cfg.to_dict(), "world_size": world_size,
+        "torch": torch.__version__, "command": sys.argv, "created": time.strftime("%Y-%m-%d %H:%M:%S")})
+
+
+# ----------------------------------------------------------------------------- building
+@dataclass
+class Parts:
+    """What the steps of `train` share once built."""
+
+    data: TaskData
+    model_cfg: ModelConfig
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    batcher: object  # the task's resumable batch iterator
+    mask_generator: torch.Generator  # mlm masking (its own generator, so it resumes exactly)
+
+
+def _build(cfg: TrainConfig, model_cfg: ModelConfig, data: TaskData, d: Dist, device: torch.device) -> Parts:
+    """Model, optimizer, batches and generators; seeded the same way on every rank."""
+    torch.manual_seed(cfg.seed)  # the same initial weights for every variant and every rank
+    model = build_model(model_cfg).to(device)
+    optimizer = torch.optim.AdamW(_param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
+    batcher = data.task.batches(data.encoded["train"], data.tokenizer, data.seq_len, cfg.batch_size,
+                                max_tokens=cfg.max_tokens, shuffle=True, seed=cfg.seed, rank=d.rank,
+                                world_size=d.world_size)
+    mask_generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + d.rank)
+    torch.manual_seed(cfg.seed + d.rank)  # dropout differs between ranks, is fixed per rank
+    random.seed(cfg.seed + d.rank)
+    return Parts(data, model_cfg, model, optimizer, batcher, mask_generator)
+
+
+def _start(cfg: TrainConfig, overrides: dict, data: TaskData | None, out: Path, d: Dist, device: torch.device,
+           say) -> Parts:
+    """A new run: rank 0 prepares the data and builds everything before it writes the tokenizer and
+    config.json (a failed start leaves no file); the other ranks then read both back."""
+    seq_len = resolve_seq_len(cfg, overrides)
+    parts = None
+    if d.main:
+        data = data or prepare_data(cfg, seq_len, log=say)
+        model_cfg = resolve_model_config(cfg, overrides, data.task, data.tokenizer, data.splits)
+        check_attention_specs(model_cfg)
+        parts = _build(cfg, model_cfg, data, d, device)
+        _write_start(out, cfg, model_cfg, data.tokenizer, d.world_size)
+    barrier(d)
+    if not d.main:
+        model_cfg = ModelConfig.from_dict(read_run_config(out)["model"])
+        data = data or prepare_data(cfg, seq_len, load_run_tokenizer(out), log=say)
+        parts = _build(cfg, model_cfg, data, d, device)
+    return parts
+
+
+def _reopen(cfg: TrainConfig, stored: dict, data: TaskData | None, out: Path, d: Dist, device: torch.device,
+            say) -> Parts:
+    """A resumed run: the stored model config and the run's own tokenizer."""
+    try:
+        model_cfg = ModelConfig.from_dict(stored["model"])
+    except (TypeError, ValueError) as e:
+        raise RunError(f"{out / RUN_CONFIG}: the stored model config is invalid ({e}); start a new run") from None
+    data = data or prepare_data(cfg, cfg.seq_len or model_cfg.max_seq_len, load_run_tokenizer(out), log=say)
+    return _build(cfg, model_cfg, data, d, device)
+
+
+def _restore(parts: Parts, out: Path, d: Dist, device: torch.device, say) -> tuple[int, dict]:
+    """Weights, optimizer, RNGs and data position from the latest checkpoint (verified first)."""
+    ckpt = latest_checkpoint(out)
+    if ckpt is None:
+        return 0, _new_counters()
+    parts.model.load_state_dict(load(ckpt).state_dict())  # load() checks every file against the manifest
+    state = load_state(ckpt, d.world_size)
+    parts.optimizer.load_state_dict(state["optimizer"])
+    mine = state["ranks"][d.rank]
+    parts.batcher.load_state_dict(mine["data"])
+    torch.set_rng_state(mine["torch"])
+    if mine["cuda"] is not None and device.type == "cuda":
+        torch.cuda.set_rng_state(mine["cuda"], device)
+    random.setstate(mine["python"])
+    parts.mask_generator.set_state(mine["mask_generator"])
+    say(f"resumed {out} at step {state['step']} from {ckpt.name}")
+    return state["step"], dict(state["counters"])
+
+
+def _new_counters() -> dict:
+    return {"tokens": 0, "train_time": 0.0, "timed_tokens": 0, "timed_time": 0.0}
+
+
 def _param_groups(model, weight_decay: float) -> list[dict]:
     decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
+# ----------------------------------------------------------------------------- the loop
 def _forever(batcher):
     while True:  # each pass runs the rest of an epoch; the batcher then moves to the next
         yield from batcher
@@ -237,14 +464,12 @@ class _Logger:
     """metrics.jsonl (+ TensorBoard) on rank 0; nothing on other ranks."""
 
     def __init__(self, out: Path, enabled: bool, tensorboard: bool, resume_step: int | None):
-        self.file = out / "metrics.jsonl"
+        self.file = out / METRICS
         self.enabled, self.tb = enabled, None
         if not enabled:
             return
-        if resume_step is not None and self.file.exists():  # drop rows written after the checkpoint
-            rows = [r for r in self.file.read_text().splitlines() if r.strip()]
-            kept = [r for r in rows if json.loads(r)["step"] <= resume_step]
-            atomic_write_text(self.file, "".join(r + "\n" for r in kept))
+        if resume_step is not None:  # drop rows written after the checkpoint
+            trim_metrics(out, resume_step)
         if tensorboard:
             try:
                 from torch.utils.tensorboard import SummaryWriter
@@ -268,22 +493,6 @@ class _Logger:
             self.tb.close()
 
 
-def evaluate(task: Task, model, data: TaskData, cfg: TrainConfig, split: str = "valid",
-             max_batches: int | None = None) -> dict:
-    """The task's metrics on one split (unshuffled, all of it unless `max_batches`)."""
-    model = getattr(model, "module", model)
-    was_training = model.training
-    model.eval()
-    batches = task.batches(data.encoded[split], data.tokenizer, data.seq_len, cfg.batch_size,
-                           max_tokens=cfg.max_tokens, shuffle=False)
-    limit = cfg.eval_batches if max_batches is None else max_batches
-    try:
-        return task.evaluate(model, batches, data.tokenizer, max_batches=limit, decode=cfg.decode,
-                             num_beams=cfg.num_beams, decode_examples=cfg.decode_examples)
-    finally:
-        model.train(was_training)
-
-
 TIMING_SKIP = 3  # warm-up steps left out of tokens/s
 
 
@@ -299,6 +508,136 @@ def _fmt(metrics: dict) -> str:
                     for k, v in metrics.items() if not isinstance(v, (list, dict)))
 
 
+@dataclass
+class _Loop:
+    """The state of the loop in one invocation: the shared pieces plus step, counters and windows."""
+
+    cfg: TrainConfig
+    parts: Parts
+    ddp: torch.nn.Module  # the model, DDP-wrapped when world size > 1
+    d: Dist
+    device: torch.device
+    out: Path
+    logger: _Logger
+    say: object
+    label: str
+    step: int
+    counters: dict
+    first_step: int = 0  # throughput skips the first TIMING_SKIP steps of each invocation (warm-up)
+    window_loss: float = 0.0
+    window_n: int = 0
+    last_valid: dict | None = None
+
+
+def _train_step(loop: _Loop, batches, autocast) -> tuple[float, float, object]:
+    """One optimizer step; returns (loss, lr, grad norm or None) and updates the token counters."""
+    cfg, parts = loop.cfg, loop.parts
+    t0 = time.perf_counter()
+    lr = lr_at(loop.step, cfg)
+    for group in parts.optimizer.param_groups:
+        group["lr"] = lr * group.get("lr_mult", 1.0)
+    batch = to_device(next(batches), loop.device)
+    with autocast:
+        loss, _ = parts.data.task.loss(loop.ddp, batch, parts.mask_generator)
+    parts.optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    params = parts.model.parameters()
+    grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip) if cfg.grad_clip > 0 else None
+    parts.optimizer.step()
+    loop.step += 1
+    loss_value = loss.item()  # also waits for the device, so the timing below is honest
+    if not math.isfinite(loss_value):
+        raise FloatingPointError(f"loss became {loss_value} at step {loop.step}; lower lr or use precision=fp32")
+    elapsed, tokens = time.perf_counter() - t0, parts.data.task.num_tokens(batch) * loop.d.world_size
+    c = loop.counters
+    c["train_time"] += elapsed
+    c["tokens"] += tokens
+    if loop.step - loop.first_step > TIMING_SKIP or cfg.steps - loop.first_step <= 2 * TIMING_SKIP:
+        c["timed_time"] += elapsed
+        c["timed_tokens"] += tokens
+    loop.window_loss, loop.window_n = loop.window_loss + loss_value, loop.window_n + 1
+    return loss_value, lr, grad_norm
+
+
+def _log_train(loop: _Loop, lr: float, grad_norm, bar) -> None:
+    """A training row: the mean loss of the window (over ranks), lr, grad norm, throughput."""
+    mean = torch.tensor([loop.window_loss / loop.window_n], device=loop.device)
+    if loop.d.world_size > 1:  # the logged loss is the mean over ranks
+        torch.distributed.all_reduce(mean)
+        mean = mean / loop.d.world_size
+    tps = _throughput(loop.counters)
+    row = {"step": loop.step, "split": "train", "loss": mean.item(), "lr": lr,
+           "grad_norm": float(grad_norm) if grad_norm is not None else None,
+           "tokens": loop.counters["tokens"], "tokens_per_s": tps, "train_time_s": loop.counters["train_time"]}
+    loop.logger.write(row)
+    bar.set_postfix(loss=f"{row['loss']:.3f}", tok_s=f"{tps:,.0f}", refresh=False)
+    loop.window_loss, loop.window_n = 0.0, 0
+
+
+def _evaluate_and_checkpoint(loop: _Loop, stopping: bool) -> None:
+    """Validation on rank 0 every eval_every steps and at the end; a checkpoint every
+    checkpoint_every steps, at the end and when this invocation stops early."""
+    cfg, d, step = loop.cfg, loop.d, loop.step
+    if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps:
+        if d.main:
+            t1 = time.perf_counter()
+            loop.last_valid = evaluate(loop.parts.data.task, loop.parts.model, loop.parts.data, cfg,
+                                       max_batches=cfg.final_eval_batches if step == cfg.steps else None)
+            loop.logger.write({"step": step, "split": "valid",
+                               **{k: v for k, v in loop.last_valid.items() if not isinstance(v, (list, dict))},
+                               "tokens": loop.counters["tokens"], "eval_s": time.perf_counter() - t1})
+            loop.say(f"[{loop.label}] step {step} valid: {_fmt(loop.last_valid)}")
+        barrier(d)
+    if (cfg.checkpoint_every and step % cfg.checkpoint_every == 0) or step == cfg.steps or stopping:
+        p = loop.parts
+        rank_states = gather(d, rank_state(loop.device, p.batcher, p.mask_generator))
+        if d.main:
+            save_checkpoint(loop.out, step, p.model, p.optimizer, rank_states, loop.counters, cfg.keep_checkpoints)
+        barrier(d)
+
+
+def _run_loop(loop: _Loop) -> None:
+    """Train step by step until cfg.steps or stop_after."""
+    from tqdm.auto import tqdm
+
+    cfg = loop.cfg
+    batches = _forever(loop.parts.batcher)
+    bar = tqdm(total=cfg.steps, initial=loop.step, desc=loop.label, disable=not (cfg.progress and loop.d.main),
+               dynamic_ncols=True, unit="step", leave=True)
+    autocast = torch.autocast(loop.device.type, dtype=torch.bfloat16, enabled=cfg.precision == "bf16")
+    loop.parts.model.train()
+    try:
+        while loop.step < cfg.steps:
+            _, lr, grad_norm = _train_step(loop, batches, autocast)
+            bar.update(1)
+            if loop.step % cfg.log_every == 0 or loop.step == cfg.steps:
+                _log_train(loop, lr, grad_norm, bar)
+            stopping = cfg.stop_after is not None and cfg.stop_after <= loop.step < cfg.steps
+            _evaluate_and_checkpoint(loop, stopping)
+            if stopping:
+                break
+    finally:
+        bar.close()
+
+
+def _finish(loop: _Loop, params: int, wall0: float) -> dict:
+    """The final weights, then done.json last (a run without it is not complete)."""
+    cfg, d, p = loop.cfg, loop.d, loop.parts
+    if loop.last_valid is None and d.main:  # resumed after the last checkpoint but before done.json
+        loop.last_valid = evaluate(p.data.task, p.model, p.data, cfg, max_batches=cfg.final_eval_batches)
+    result = {"step": loop.step, "valid": loop.last_valid, "params": params, "tokens": loop.counters["tokens"],
+              "train_time_s": loop.counters["train_time"], "tokens_per_s": _throughput(loop.counters),
+              "wall_s_this_invocation": time.time() - wall0, "world_size": d.world_size, "rank": d.rank,
+              "model": p.model_cfg.to_dict(), "train": cfg.to_dict(), "out": str(loop.out)}
+    if d.main:
+        p.model.save(loop.out / "model")
+        atomic_write_json(loop.out / DONE, result)
+        main_metric = p.data.task.main_metric
+        loop.say(f"done: {loop.out} ({_fmt({'valid_' + main_metric: (loop.last_valid or {}).get(main_metric)})})")
+    barrier(d)
+    return result
+
+
 def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskData | None = None,
           label: str | None = None, log=None) -> dict:
     """Train (or resume) one run; returns the final metrics (also written to out/done.json).
@@ -306,165 +645,39 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
     `model_overrides` are ModelConfig fields over the preset (e.g. ``{"attention": "R+V"}``);
     `data` reuses an already tokenized `TaskData` (a comparison shares one); `label` names the
     progress bar. Returns ``{"stopped_at": step, ...}`` without done.json when `stop_after` ends it early.
+    Under DDP every rank returns the result; ``result["rank"]`` says which (print it on rank 0 only).
     """
     from tqdm.auto import tqdm
 
-    model_overrides = dict(model_overrides or {})
+    wall0 = time.time()
     d, device = setup_distributed(cfg.device)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    out_name = [cfg.out or default_out(cfg.task)]
-    if d.world_size > 1:  # every rank must use rank 0's folder (the default name holds a timestamp)
-        torch.distributed.broadcast_object_list(out_name, src=0)
-    out = Path(out_name[0])
     say = log or (lambda msg: tqdm.write(msg) if d.main else None)
-    wall0 = time.time()
-
-    # --- config, tokenizer and data (rank 0 builds the tokenizer; the others read it back)
-    stored = _load_resume_config(out, cfg) if cfg.resume else None
-    if not cfg.resume and (out / "config.json").exists():
-        raise RunError(f"{out} already holds a run; pass resume=true (--resume) to continue it, "
-                       "or choose another out")
-    barrier(d)  # every rank has checked the folder before rank 0 writes to it
-    if stored is not None:
-        model_cfg = ModelConfig.from_dict(stored["model"])
-        seq_len = cfg.seq_len or model_cfg.max_seq_len
-        if data is None:
-            data = prepare_data(cfg, seq_len, load_tokenizer(out), log=say)
-    else:
-        seq_len = resolve_seq_len(cfg, model_overrides)
-        if data is None and d.main:
-            data = prepare_data(cfg, seq_len, log=say)
-        if d.main:
-            model_cfg = resolve_model_config(cfg, model_overrides, data.task, data.tokenizer, data.splits)
-            check_attention_specs(model_cfg)
-            out.mkdir(parents=True, exist_ok=True)
-            atomic_write_json(out / "config.json", {
-                "model": model_cfg.to_dict(), "train": cfg.to_dict(), "world_size": d.world_size,
-                "torch": torch.__version__, "command": sys.argv, "created": time.strftime("%Y-%m-%d %H:%M:%S")})
-            data.tokenizer.save(out)
-        barrier(d)
-        if not d.main:
-            model_cfg = ModelConfig.from_dict(json.loads((out / "config.json").read_text())["model"])
-            if data is None:
-                data = prepare_data(cfg, seq_len, load_tokenizer(out), log=say)
-    task = data.task
-
-    # --- model, optimizer, batches; then the checkpoint when resuming
-    torch.manual_seed(cfg.seed)  # the same initial weights for every variant and every rank
-    model = build_model(model_cfg).to(device)
-    optimizer = torch.optim.AdamW(_param_groups(model, cfg.weight_decay), lr=cfg.lr,
-                                  betas=(cfg.beta1, cfg.beta2))
-    batcher = task.batches(data.encoded["train"], data.tokenizer, seq_len, cfg.batch_size,
-                           max_tokens=cfg.max_tokens, shuffle=True, seed=cfg.seed, rank=d.rank,
-                           world_size=d.world_size)
-    mask_generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + d.rank)
-    torch.manual_seed(cfg.seed + d.rank)  # dropout differs between ranks, is fixed per rank
-    random.seed(cfg.seed + d.rank)
-    step, counters = 0, {"tokens": 0, "train_time": 0.0, "timed_tokens": 0, "timed_time": 0.0}
-    ckpt = latest_checkpoint(out) if cfg.resume else None
-    if ckpt is not None:
-        state = torch.load(ckpt / STATE, map_location="cpu", weights_only=True)
-        model.load_state_dict(load(ckpt).state_dict())
-        optimizer.load_state_dict(state["optimizer"])
-        mine = state["ranks"][d.rank]
-        batcher.load_state_dict(mine["data"])
-        torch.set_rng_state(mine["torch"])
-        if mine["cuda"] is not None and device.type == "cuda":
-            torch.cuda.set_rng_state(mine["cuda"], device)
-        random.setstate(mine["python"])
-        mask_generator.set_state(mine["mask_generator"])
-        step, counters = state["step"], dict(state["counters"])
-        say(f"resumed {out} at step {step} from {ckpt.name}")
-    params = count_parameters(model)
-    ddp = model
-    if d.world_size > 1:
-        ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None)
-    logger = _Logger(out, d.main, cfg.tensorboard, step if cfg.resume else None)
-    say(f"run {out}: {cfg.task} on {cfg.data}, {model_cfg.kind} attention={model_cfg.attention}, "
-        f"{params:,} parameters, {cfg.steps} steps x {cfg.batch_size * d.world_size} sequences, "
-        f"device {device}, world size {d.world_size}")
-
-    # --- the loop
-    batches = _forever(batcher)
-    bar = tqdm(total=cfg.steps, initial=step, desc=label or cfg.task, disable=not (cfg.progress and d.main),
-               dynamic_ncols=True, unit="step", leave=True)
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.precision == "bf16")
-    window_loss, window_n, last_valid = 0.0, 0, None
-    first_step = step  # throughput skips the first TIMING_SKIP steps of each invocation (warm-up)
-    model.train()
-    while step < cfg.steps:
-        t0 = time.perf_counter()
-        lr = lr_at(step, cfg)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        batch = to_device(next(batches), device)
-        with autocast:
-            loss, _ = task.loss(ddp, batch, mask_generator)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip) if cfg.grad_clip > 0 else None
-        optimizer.step()
-        step += 1
-        loss_value = loss.item()  # also waits for the device, so the timing below is honest
-        if not math.isfinite(loss_value):
-            raise FloatingPointError(f"loss became {loss_value} at step {step}; lower lr or use precision=fp32")
-        elapsed, tokens = time.perf_counter() - t0, task.num_tokens(batch) * d.world_size
-        counters["train_time"] += elapsed
-        counters["tokens"] += tokens
-        if step - first_step > TIMING_SKIP or cfg.steps - first_step <= 2 * TIMING_SKIP:
-            counters["timed_time"] += elapsed
-            counters["timed_tokens"] += tokens
-        window_loss, window_n = window_loss + loss_value, window_n + 1
-        bar.update(1)
-        if step % cfg.log_every == 0 or step == cfg.steps:
-            mean = torch.tensor([window_loss / window_n], device=device)
-            if d.world_size > 1:  # the logged loss is the mean over ranks
-                torch.distributed.all_reduce(mean)
-                mean = mean / d.world_size
-            tps = _throughput(counters)
-            row = {"step": step, "split": "train", "loss": mean.item(), "lr": lr,
-                   "grad_norm": float(grad_norm) if grad_norm is not None else None,
-                   "tokens": counters["tokens"], "tokens_per_s": tps, "train_time_s": counters["train_time"]}
-            logger.write(row)
-            bar.set_postfix(loss=f"{row['loss']:.3f}", tok_s=f"{tps:,.0f}", refresh=False)
-            window_loss, window_n = 0.0, 0
-        if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps:
-            if d.main:
-                t1 = time.perf_counter()
-                last_valid = evaluate(task, model, data, cfg,
-                                      max_batches=cfg.final_eval_batches if step == cfg.steps else None)
-                logger.write({"step": step, "split": "valid",
-                              **{k: v for k, v in last_valid.items() if not isinstance(v, (list, dict))},
-                              "tokens": counters["tokens"], "eval_s": time.perf_counter() - t1})
-                say(f"[{label or cfg.task}] step {step} valid: {_fmt(last_valid)}")
-            barrier(d)
-        stopping = cfg.stop_after is not None and step >= cfg.stop_after and step < cfg.steps
-        if (cfg.checkpoint_every and step % cfg.checkpoint_every == 0) or step == cfg.steps or stopping:
-            rank_states = gather(d, rank_state(device, batcher, mask_generator))
-            if d.main:
-                save_checkpoint(out, step, model, optimizer, rank_states, counters, cfg.keep_checkpoints)
-            barrier(d)
-        if stopping:
-            break
-    bar.close()
-    if step < cfg.steps:
-        logger.close()
-        say(f"stopped at step {step} of {cfg.steps}; continue with resume=true (--resume --out {out})")
-        return {"stopped_at": step, "out": str(out)}
-
-    # --- finish: the final weights, then done.json last (a run without it is not complete)
-    if last_valid is None and d.main:  # resumed after the last checkpoint but before done.json
-        last_valid = evaluate(task, model, data, cfg, max_batches=cfg.final_eval_batches)
-    logger.close()
-    result = {"step": step, "valid": last_valid, "params": params, "tokens": counters["tokens"],
-              "train_time_s": counters["train_time"],
-              "tokens_per_s": _throughput(counters),
-              "wall_s_this_invocation": time.time() - wall0, "world_size": d.world_size,
-              "model": model_cfg.to_dict(), "train": cfg.to_dict(), "out": str(out)}
-    if d.main:
-        model.save(out / "model")
-        atomic_write_json(out / "done.json", result)
-        say(f"done: {out} ({_fmt({'valid_' + task.main_metric: (last_valid or {}).get(task.main_metric)})})")
-    barrier(d)
-    return result
+    out = _run_folder(cfg, d)
+    with _open_run(out, d):
+        stored = _check_folder(out, cfg, d)
+        barrier(d)  # every rank has checked the folder before rank 0 writes to it
+        if stored is None:
+            parts = _start(cfg, dict(model_overrides or {}), data, out, d, device, say)
+        else:
+            parts = _reopen(cfg, stored, data, out, d, device, say)
+        step, counters = _restore(parts, out, d, device, say) if cfg.resume else (0, _new_counters())
+        params = count_parameters(parts.model)
+        ddp = parts.model
+        if d.world_size > 1:
+            ddp = torch.nn.parallel.DistributedDataParallel(
+                parts.model, device_ids=[device] if device.type == "cuda" else None)
+        logger = _Logger(out, d.main, cfg.tensorboard, step if cfg.resume else None)
+        mc = parts.model_cfg
+        say(f"run {out}: {cfg.task} on {cfg.data}, {mc.kind} attention={mc.attention}, {params:,} parameters, "
+            f"{cfg.steps} steps x {cfg.batch_size * d.world_size} sequences, device {device}, world size {d.world_size}")
+        loop = _Loop(cfg, parts, ddp, d, device, out, logger, say, label or cfg.task, step, counters, first_step=step)
+        try:
+            _run_loop(loop)
+            if loop.step < cfg.steps:
+                say(f"stopped at step {loop.step} of {cfg.steps}; continue with resume=true (--resume --out {out})")
+                return {"stopped_at": loop.step, "out": str(out), "rank": d.rank}
+            return _finish(loop, params, wall0)
+        finally:
+            logger.close()

@@ -1,7 +1,11 @@
-"""Checkpoints: ``model.safetensors`` (weights, no pickle) + ``config.json`` (the resolved ModelConfig)."""
-from __future__ import annotations
+"""The checkpoint folder format: ``model.safetensors`` (weights, no pickle), ``config.json`` (the
+resolved ModelConfig) and ``manifest.json`` (SHA-256 of both, written last; see synthformer.integrity).
 
-from ..errors import SynthformerError
+This module knows files, not model classes: ``SynthformerModel.save`` / ``SynthformerModel.load``
+(model/transformer.py) build and fill models through it, so the two modules do not import each other.
+A folder without ``manifest.json`` (saved before manifests existed) loads with a warning.
+"""
+from __future__ import annotations
 
 import json
 import os
@@ -12,53 +16,75 @@ from pathlib import Path
 from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 
+from ..integrity import (MANIFEST, CheckpointError, fsync_dir, remove_stale_temps, verify_manifest,
+                         write_manifest)
 from .config import ModelConfig
 
 WEIGHTS, CONFIG = "model.safetensors", "config.json"
 FORMAT_VERSION = 1
 
+__all__ = ["CONFIG", "CheckpointError", "MANIFEST", "WEIGHTS", "load_weights", "model_folder", "read_config",
+           "save", "write_model_files"]
 
-class CheckpointError(SynthformerError):
-    """A checkpoint folder is missing, incomplete, corrupted or does not match its config."""
+
+def write_model_files(model, folder: Path) -> None:
+    """Weights and config into ``folder`` (an empty folder the caller renames or moves into place)."""
+    folder = Path(folder)
+    save_model(model, str(folder / WEIGHTS))
+    meta = {"format_version": FORMAT_VERSION, "config": model.config.to_dict()}
+    (folder / CONFIG).write_text(json.dumps(meta, indent=2))
 
 
 def save(model, path) -> Path:
-    """Write weights and config to the folder ``path``: all files go to a temporary folder first and
-    replace the old ones only once complete, so an interrupted save never leaves a half-written file."""
+    """Write weights, config and manifest to the folder ``path``: all files go to a temporary folder
+    first (fsynced) and replace the old ones only once complete, manifest last, so an interrupted
+    save never leaves a half-written file (a torn overwrite fails the manifest check, loudly)."""
     path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise CheckpointError(f"{path} is a file; give a folder to save the model into")
     path.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=path))
+    remove_stale_temps(path)
+    tmp = Path(tempfile.mkdtemp(prefix=f".save.tmp-{os.getpid()}-", dir=path))
     try:
-        save_model(model, str(tmp / WEIGHTS))
-        meta = {"format_version": FORMAT_VERSION, "config": model.config.to_dict()}
-        (tmp / CONFIG).write_text(json.dumps(meta, indent=2))
-        for name in (WEIGHTS, CONFIG):  # weights first: a config never points at missing weights
+        write_model_files(model, tmp)
+        write_manifest(tmp)  # fsyncs the files it lists
+        for name in (WEIGHTS, CONFIG, MANIFEST):  # weights first: a config never points at missing weights
             os.replace(tmp / name, path / name)
+        fsync_dir(path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return path
 
 
+def model_folder(path) -> Path:
+    """``path`` itself, or ``path/model`` when ``path`` is a training run folder (the final model)."""
+    path = Path(path)
+    if (path / WEIGHTS).exists() or not (path / "checkpoints").is_dir() and not (path / "model").is_dir():
+        return path
+    if (path / "model" / CONFIG).is_file():
+        return path / "model"
+    raise CheckpointError(f"{path} is a run folder without a final model (unfinished run); load one of its "
+                          f"checkpoints, {path / 'checkpoints'}/step-N, or finish the run with --resume")
+
+
 def read_config(path) -> ModelConfig:
-    """The ModelConfig stored in a checkpoint folder."""
-    file = Path(path) / CONFIG
+    """The ModelConfig stored in a checkpoint folder (or a run folder's model/)."""
+    file = model_folder(path) / CONFIG
     if not file.is_file():
         raise CheckpointError(f"{file}: not found; a checkpoint folder holds {CONFIG} and {WEIGHTS} "
                               "(written by model.save)")
     try:
         meta = json.loads(file.read_text())
         return ModelConfig.from_dict(meta["config"])
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-        raise CheckpointError(f"{file}: not a valid synthformer config ({e})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"{file}: not a valid synthformer config ({str(e).splitlines()[0]})") from None
 
 
-def load(path, device: str = "cpu"):
-    """Rebuild the model saved in the folder ``path`` from its config and weights alone."""
-    from .transformer import build_model
-
-    cfg = read_config(path)
-    model = build_model(cfg)
-    file = Path(path) / WEIGHTS
+def load_weights(model, path, device: str = "cpu") -> None:
+    """Fill ``model`` (built from ``read_config(path)``) with the folder's weights, then check the
+    manifest (structural errors first: they say more than a checksum)."""
+    folder = model_folder(path)
+    file = folder / WEIGHTS
     if not file.is_file():
         raise CheckpointError(f"{file}: not found; the checkpoint is incomplete")
     try:
@@ -70,4 +96,4 @@ def load(path, device: str = "cpu"):
     if missing or unexpected:
         raise CheckpointError(f"{file}: weights do not match {CONFIG}: missing {sorted(missing)[:5]}, "
                               f"unexpected {sorted(unexpected)[:5]}")
-    return model.to(device)
+    verify_manifest(folder)

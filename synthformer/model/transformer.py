@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from . import io
 from .config import ModelConfig
 from .generate import Stepper, decode
 from .layers import Block
@@ -70,9 +71,19 @@ class SynthformerModel(nn.Module):
         return head
 
     def save(self, path) -> None:
-        """Write ``model.safetensors`` and ``config.json`` into the folder ``path`` (atomically)."""
-        from .io import save
-        save(self, path)
+        """Write ``model.safetensors``, ``config.json`` and ``manifest.json`` into the folder ``path`` (atomically)."""
+        io.save(self, path)
+
+    @classmethod
+    def load(cls, path, device: str = "cpu") -> "SynthformerModel":
+        """The model saved in the folder ``path`` (a run folder means its ``model/``), rebuilt from its
+        config and weights alone, integrity-checked, in eval mode (as Hugging Face's from_pretrained)."""
+        model = build_model(io.read_config(path))
+        if not isinstance(model, cls):
+            raise io.CheckpointError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}; "
+                                     "use synthformer.model.load")
+        io.load_weights(model, path, device=device)
+        return model.to(device).eval()
 
 
 class LanguageModel(SynthformerModel):
@@ -214,6 +225,11 @@ MODELS: dict[str, type[SynthformerModel]] = {
 def build_model(cfg: ModelConfig) -> SynthformerModel:
     """The model of ``cfg.kind`` built from ``cfg``."""
     return MODELS[cfg.kind](cfg)
+
+
+def load(path, device: str = "cpu") -> SynthformerModel:
+    """Rebuild the model saved in the folder ``path``; see ``SynthformerModel.load``."""
+    return SynthformerModel.load(path, device)
 
 
 def count_parameters(model: nn.Module) -> int:

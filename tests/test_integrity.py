@@ -1,0 +1,185 @@
+"""Checkpoint integrity (issue 8): manifests with the SHA-256 of every file, verified on load, resume,
+eval and generate; durable writes (fsync before rename); stale temporary files of killed writers;
+``load`` of a run folder and in eval mode."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import run_in_process
+from synthformer.integrity import MissingManifestWarning
+from synthformer.model import CheckpointError, ModelConfig, build_model, load
+
+TINY = ["--steps", "3", "--batch_size", "4", "--seq_len", "16", "--vocab_size", "280", "--eval_every", "0",
+        "--eval_batches", "1", "--checkpoint_every", "1", "--keep_checkpoints", "2", "--threads", "1",
+        "--progress", "false", "--warmup_steps", "1", "--max_examples", "120", "--embed_dim", "32",
+        "--num_layers", "1", "--ffn_dim", "64", "--max_seq_len", "32", "--decode_examples", "0"]
+
+
+def main(*args) -> tuple[int, str, str]:
+    from synthformer.cli import main as cli_main
+
+    return run_in_process(cli_main, *args)
+
+
+def one_line_error(code: int, err: str, *needles: str) -> None:
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert code == 2 and "Traceback" not in err, err[-2000:]
+    assert any(all(n in line for n in needles) for line in lines), err[-2000:]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    """One finished run and one stopped after step 2 (both tiny), copied by each test that damages them."""
+    base = tmp_path_factory.mktemp("runs")
+    text = base / "lm.txt"
+    words = "the cat sat on a mat and dog ran to house with red blue green big small old new".split()
+    text.write_text("".join(" ".join(words[(i * 7 + j) % len(words)] for j in range(12)) + "\n" for i in range(200)))
+    done, stopped = base / "done", base / "stopped"
+    for out, extra in ((done, []), (stopped, ["--stop_after", "2"])):
+        code, _, err = main("train", "--data", text, "--out", out, *TINY, *extra)
+        assert code == 0, err[-2000:]
+    return {"done": done, "stopped": stopped}
+
+
+def copy(run: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(run, tmp_path / run.name))
+
+
+def flip_safetensors_data(file: Path) -> None:
+    """Flip one bit in the middle of the tensor data (past the JSON header)."""
+    raw = bytearray(file.read_bytes())
+    start = 8 + int.from_bytes(raw[:8], "little")
+    raw[start + (len(raw) - start) // 2] ^= 0x10
+    file.write_bytes(bytes(raw))
+
+
+def flip_state_tensor_data(file: Path) -> None:
+    """Flip one bit inside the largest tensor storage of state.pt (zip CRCs are never checked by torch)."""
+    with zipfile.ZipFile(file) as z:
+        info = max((i for i in z.infolist() if "/data/" in i.filename), key=lambda i: i.file_size)
+    raw = bytearray(file.read_bytes())
+    name_len = int.from_bytes(raw[info.header_offset + 26:info.header_offset + 28], "little")
+    extra_len = int.from_bytes(raw[info.header_offset + 28:info.header_offset + 30], "little")
+    start = info.header_offset + 30 + name_len + extra_len
+    raw[start + info.file_size // 2] ^= 0x10
+    file.write_bytes(bytes(raw))
+
+
+# ----------------------------------------------------------------------------- manifests
+def test_every_checkpoint_folder_has_a_manifest_of_every_file(runs):
+    for folder, names in ((runs["done"] / "model", {"config.json", "model.safetensors"}),
+                          (runs["done"] / "checkpoints" / "step-00000003", {"config.json", "model.safetensors",
+                                                                           "state.pt"})):
+        manifest = json.loads((folder / "manifest.json").read_text())
+        assert set(manifest["files"]) == names
+        import hashlib
+        for name, entry in manifest["files"].items():
+            assert entry["sha256"] == hashlib.sha256((folder / name).read_bytes()).hexdigest()
+
+
+def test_a_bit_flip_in_the_weights_is_caught_by_load_eval_and_generate(runs, tmp_path):
+    run = copy(runs["done"], tmp_path)
+    flip_safetensors_data(run / "model" / "model.safetensors")
+    with pytest.raises(CheckpointError, match=r"model\.safetensors: contents differ from manifest\.json"):
+        load(run / "model")
+    code, _, err = main("eval", "--run", run, "--threads", "1", "--max-batches", "1")
+    one_line_error(code, err, "model.safetensors", "SHA-256")
+    code, _, err = main("generate", "--run", run, "the cat", "--max-new-tokens", "2")
+    one_line_error(code, err, "model.safetensors", "SHA-256")
+
+
+def test_a_bit_flip_in_state_pt_refuses_resume_in_one_line(runs, tmp_path):
+    run = copy(runs["stopped"], tmp_path)
+    state = run / "checkpoints" / "step-00000002" / "state.pt"
+    flip_state_tensor_data(state)
+    torch.load(state, weights_only=True)  # torch itself does not notice: the manifest must
+    code, _, err = main("train", "--resume", "--out", run)
+    one_line_error(code, err, "state.pt", "SHA-256")
+    assert not (run / "done.json").exists()
+
+
+def test_a_missing_or_changed_file_is_named(runs, tmp_path):
+    run = copy(runs["stopped"], tmp_path)
+    ckpt = run / "checkpoints" / "step-00000002"
+    (ckpt / "state.pt").unlink()
+    with pytest.raises(CheckpointError, match=r"state\.pt: missing \(manifest\.json lists it\)"):
+        load(ckpt)
+    (ckpt / "manifest.json").write_text("{broken")
+    with pytest.raises(CheckpointError, match=r"manifest\.json: not a valid manifest"):
+        load(ckpt)
+
+
+def test_a_folder_without_manifest_loads_with_a_warning(tmp_path):
+    cfg = ModelConfig.preset("tiny", embed_dim=32, num_layers=1, ffn_dim=64, vocab_size=50, max_seq_len=16)
+    model = build_model(cfg)
+    model.save(tmp_path / "old")
+    (tmp_path / "old" / "manifest.json").unlink()  # as saved before manifests existed
+    with pytest.warns(MissingManifestWarning, match="no manifest.json"):
+        again = load(tmp_path / "old")
+    assert again.config == cfg
+
+
+# ----------------------------------------------------------------------------- load()
+def test_load_returns_eval_mode_and_follows_a_run_folder_to_its_model(runs, tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a verified folder loads without a warning
+        model = load(runs["done"])
+    assert not model.training and not any(m.training for m in model.modules())
+    torch.testing.assert_close(model.state_dict(), load(runs["done"] / "model").state_dict(), rtol=0, atol=0)
+    with pytest.raises(CheckpointError, match=r"is a run folder without a final model.*checkpoints"):
+        load(runs["stopped"])
+
+
+# ----------------------------------------------------------------------------- durable writes
+def test_checkpoint_files_are_fsynced_before_the_rename(runs, tmp_path, monkeypatch):
+    import synthformer.integrity as integrity
+    from synthformer.checkpoint import save_checkpoint
+
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(integrity.os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")),
+                                                           real(fd))[1])
+    model = load(runs["done"])
+    opt = torch.optim.AdamW(model.parameters())
+    out = tmp_path / "run"
+    save_checkpoint(out, 7, model, opt, [{}], {"tokens": 0}, keep=1)
+    tmp = [Path(p) for p in synced if ".step-00000007.tmp-" in p]
+    assert {p.name for p in tmp} >= {"model.safetensors", "config.json", "state.pt"}  # files, before the rename
+    assert any(p.name.startswith(".manifest.json.tmp-") for p in tmp)
+    assert str(out / "checkpoints") in synced  # the folder, after the rename
+    assert (out / "checkpoints" / "step-00000007" / "manifest.json").is_file()
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_stale_temporary_files_are_removed_at_the_next_save_but_not_a_live_writers(runs, tmp_path):
+    from synthformer.checkpoint import save_checkpoint
+
+    out = tmp_path / "run"
+    folder = out / "checkpoints"
+    folder.mkdir(parents=True)
+    dead, live = _dead_pid(), os.getppid()
+    (folder / f".step-00000003.tmp-{dead}").mkdir()
+    (folder / f".latest.json.tmp-{dead}").write_text("{")
+    (folder / f".step-00000004.tmp-{live}").mkdir()
+    model = load(runs["done"])
+    save_checkpoint(out, 5, model, torch.optim.AdamW(model.parameters()), [{}], {"tokens": 0}, keep=1)
+    assert sorted(p.name for p in folder.iterdir()) == [f".step-00000004.tmp-{live}", "latest.json", "step-00000005"]
+    (out / "model").mkdir()
+    (out / "model" / f".save.tmp-{dead}-abc").mkdir()
+    model.save(out / "model")
+    assert sorted(p.name for p in (out / "model").iterdir()) == ["config.json", "manifest.json", "model.safetensors"]
