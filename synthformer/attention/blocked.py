@@ -146,4 +146,12 @@ def blocked_attention(q: Tensor | None, k: Tensor | None, v: Tensor, bias: Tenso
         raise ValueError("blocked_attention needs dot-product features (q, k) or a bias, got neither")
     if blocked is not None and blocked.dim() != 4:
         raise ValueError(f"blocked mask must be 4-d (B or 1, H or 1, Lq, Lk), got shape {tuple(blocked.shape)}")
+    device = v.device.type
+    if torch.is_autocast_enabled(device):
+        # autocast does not reach inside an autograd Function's backward: run it in one dtype, the autocast
+        # one (as autocast runs fused SDPA); the casts outside give fp32 parameters their gradients in fp32
+        dtype = torch.get_autocast_dtype(device)
+        q, k, v, bias, bias_scale = (t if t is None else t.to(dtype) for t in (q, k, v, bias, bias_scale))
+        with torch.autocast(device, enabled=False):
+            return _BlockedAttention.apply(q, k, v, bias, bias_scale, blocked, causal_shift)
     return _BlockedAttention.apply(q, k, v, bias, bias_scale, blocked, causal_shift)

@@ -370,7 +370,9 @@ class SyntheticAttention(nn.Module):
         """softmax of the shared logits (H, Lq, Lk); kept between calls in no-grad eval."""
         reuse = not self.training and not torch.is_grad_enabled() and shape_key[3]
         if reuse:
-            key = shape_key + (static is None,) + tuple(
+            device = self.v_proj.weight.device.type
+            autocast = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
+            key = shape_key + (static is None, autocast) + tuple(
                 (t.data_ptr(), t._version) for t in (*self.parameters(), *self.buffers()))
             if self._eval_cache is not None and self._eval_cache[0] == key:
                 return self._eval_cache[1]
