@@ -22,17 +22,28 @@ from pathlib import Path
 from .attention import parse_synthesizers
 from .attention.registry import short_spec
 from .mixers import MIXERS
-from .report import findings, plot_curves, table_markdown
-from .reference_results import LABEL
+from .claims import check_kind, select as select_claims, stat
+from .errors import SynthformerError
+from .report import findings, findings_markdown, plot_curves, table_markdown
+from .reference_results import LABEL, TASK_KINDS, task_kind
 
 # The paper's Table 2 variants plus its strongest convolutional baseline (Table 4).
 DEFAULT_VARIANTS = ("V", "Fix", "R", "FR", "D", "FD", "R+V", "D+V", "dynamicconv")
 # Budget of the default run: ~50 s per variant on a 2-core CPU (819k training tokens each).
 # One thread: the tiny model gains little from a second one, and two threads slow down several
 # times over when anything else shares the cores (measured); pass --threads 2 on an idle machine.
+DEFAULT_SEEDS = 1  # seeds per variant
 DEFAULTS = {"task": "lm", "data": "chitchat", "preset": "tiny", "steps": 400, "batch_size": 16,
             "vocab_size": 2000, "warmup_steps": 40, "lr": 2e-3, "eval_every": 100, "eval_batches": 20,
             "final_eval_batches": 0, "checkpoint_every": 100, "log_every": 10, "seed": 0, "threads": 1}
+
+
+class CompareError(SynthformerError):
+    """Bad input to a comparison (seeds, the compare section of a config)."""
+
+
+# Keys of a config file's `compare:` section (the rest of the file is TrainConfig / ModelConfig).
+COMPARE_KEYS = ("variants", "seeds", "task_kind", "claims")
 
 
 def variant_name(spec: str) -> str:
@@ -42,12 +53,48 @@ def variant_name(spec: str) -> str:
     return short_spec(parse_synthesizers(spec))
 
 
-def compare(variants: list[str], train_overrides: dict, model_overrides: dict, out: Path,
-            log=print) -> dict:
-    """Train every variant into ``out/<variant>``; write table.md, curves.png, results.json.
+def seed_list(seed: int, seeds: int) -> list[int]:
+    """The seeds of a comparison: seed, seed+1, ..., seeds of them."""
+    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
+        raise CompareError(f"--seeds={seeds} must be an integer >= 1 (the number of seeds per variant)")
+    return [seed + k for k in range(seeds)]
 
-    `train_overrides` / `model_overrides` go over `DEFAULTS` and the preset for every variant alike.
-    Returns the results dict also written to results.json.
+
+def run_folder(out: Path, name: str, seed: int, seeds: int) -> Path:
+    """out/<variant> with one seed (as before seeds existed); out/<variant>-seed<S> with several."""
+    return out / name if seeds == 1 else out / f"{name}-seed{seed}"
+
+
+def aggregate(name: str, per_seed: list[dict]) -> dict:
+    """One result row of a variant from its per-seed rows: the mean of every numeric metric (and
+    tokens/s, time) in "metrics"/"tokens_per_s", the sample std beside it (None with one seed),
+    and the per-seed rows under "seeds"."""
+    keys = [k for k, v in per_seed[0]["metrics"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    mean, std = {}, {}
+    for k in keys:
+        s = stat([r["metrics"][k] for r in per_seed if isinstance(r["metrics"].get(k), (int, float))])
+        mean[k], std[k] = (s.mean, s.std) if s else (None, None)
+    tps = stat([r["tokens_per_s"] for r in per_seed])
+    first = per_seed[0]
+    return {"variant": name, "params": first["params"], "metrics": mean, "metrics_std": std,
+            "tokens_per_s": tps.mean, "tokens_per_s_std": tps.std,
+            "train_time_s": stat([r["train_time_s"] for r in per_seed]).mean, "tokens": first["tokens"],
+            "n_seeds": len(per_seed), "run": first["run"], "runs": [r["run"] for r in per_seed],
+            "seeds": [{k: r[k] for k in ("seed", "metrics", "tokens_per_s", "train_time_s", "tokens", "run")}
+                      for r in per_seed],
+            "model": first["model"], "train": first["train"]}
+
+
+def compare(variants: list[str], train_overrides: dict, model_overrides: dict, out: Path,
+            log=print, seeds: int = 1, kind: str | None = None, claims: list[str] | None = None) -> dict:
+    """Train every variant `seeds` times (seeds s, s+1, ...) into ``out``; write table.md, curves.png,
+    results.json.
+
+    `train_overrides` / `model_overrides` go over `DEFAULTS` and the preset for every variant alike;
+    every run shares one tokenizer and encoding of the data. `kind` is the task kind whose paper
+    columns and claims the report shows (default: from the task and data, `task_kind`); `claims`
+    narrows the claims checked to these claim or table names. Returns the results dict also written
+    to results.json.
     """
     from .checkpoint import RunError
     from .train import TrainConfig, prepare_data, resolve_seq_len, train
@@ -56,46 +103,57 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     if len(set(names)) != len(names):
         raise ValueError(f"variants repeat: {names}")
     base = TrainConfig(**{**DEFAULTS, **train_overrides})
+    seed_values_ = seed_list(base.seed, seeds)
+    kind = check_kind(kind) if kind else task_kind(base.task, base.data)
+    chosen = select_claims(claims)  # unknown claim / table names fail before any work too
     if (out / "results.json").exists():
         raise RunError(f"{out} already holds a finished comparison (results.json); choose another --out")
     t0 = time.time()
     seq_len = resolve_seq_len(base, model_overrides)
     data = None
     rows = []
-    for i, name in enumerate(names, 1):
-        run = out / name
-        cfg = dataclasses.replace(base, out=str(run))
-        if (run / "done.json").exists():
-            result = json.loads((run / "done.json").read_text())
-            log(f"[{i}/{len(names)}] {name}: finished earlier, reusing {run}")
-        else:
-            resume = (run / "config.json").exists()
-            if data is None:
-                data = prepare_data(base, seq_len, log=log)  # one tokenizer and encoding for all
-            if resume:
-                from .data import load_tokenizer  # the stored run's own tokenizer
-                run_data = prepare_data(base, seq_len, load_tokenizer(run), log=log)
+    total = len(names) * seeds
+    for i, name in enumerate(names):
+        per_seed = []
+        for j, seed in enumerate(seed_values_):
+            k = i * seeds + j + 1
+            tag = f"[{k}/{total}] {name}" + (f" seed {seed}" if seeds > 1 else "")
+            run = run_folder(out, name, seed, seeds)
+            cfg = dataclasses.replace(base, out=str(run), seed=seed)
+            if (run / "done.json").exists():
+                result = json.loads((run / "done.json").read_text())
+                log(f"{tag}: finished earlier, reusing {run}")
             else:
-                run_data = data
-            result = train(dataclasses.replace(cfg, resume=resume), {**model_overrides, "attention": name},
-                           data=run_data, label=f"[{i}/{len(names)}] {name}", log=log)
-        rows.append({"variant": name, "params": result["params"], "metrics": _plain(result["valid"]),
-                     "tokens_per_s": result["tokens_per_s"], "train_time_s": result["train_time_s"],
-                     "tokens": result["tokens"], "run": str(run), "model": result["model"],
-                     "train": result["train"]})
-        log(f"[{i}/{len(names)}] {name}: {_summary(rows[-1], base.task)}  ({time.time() - t0:.0f}s so far)")
+                resume = (run / "config.json").exists()
+                if data is None:
+                    data = prepare_data(base, seq_len, log=log)  # one tokenizer and encoding for all
+                if resume:
+                    from .data import load_tokenizer  # the stored run's own tokenizer
+                    run_data = prepare_data(base, seq_len, load_tokenizer(run), log=log)
+                else:
+                    run_data = data
+                result = train(dataclasses.replace(cfg, resume=resume), {**model_overrides, "attention": name},
+                               data=run_data, label=tag, log=log)
+            per_seed.append({"seed": seed, "params": result["params"], "metrics": _plain(result["valid"]),
+                             "tokens_per_s": result["tokens_per_s"], "train_time_s": result["train_time_s"],
+                             "tokens": result["tokens"], "run": str(run), "model": result["model"],
+                             "train": result["train"]})
+            log(f"{tag}: {_summary(per_seed[-1], base.task)}  ({time.time() - t0:.0f}s so far)")
+        rows.append(aggregate(name, per_seed))
 
-    table = table_markdown(rows, base.task)
-    checks = findings(rows, base.task)
-    header = (f"# synthformer compare: {base.task} on {base.data}, preset {base.preset}, "
-              f"{base.steps} steps x {base.batch_size} sequences, seed {base.seed}\n")
-    text = header + "\n" + table + "\n\n## The paper's findings, checked here\n\n" + \
-        "\n".join(f"- {c}" for c in checks) + "\n"
+    table = table_markdown(rows, base.task, kind=kind)
+    found = findings(rows, kind, chosen)
+    seed_text = f"seed {base.seed}" if seeds == 1 else f"seeds {seed_values_[0]}..{seed_values_[-1]}"
+    header = (f"# synthformer compare: {base.task} on {base.data} (task kind {kind}), preset {base.preset}, "
+              f"{base.steps} steps x {base.batch_size} sequences, {seed_text}\n")
+    text = (header + "\n" + table + f"\n\n## The paper's claims for task kind {kind}, checked here\n\n"
+            + findings_markdown(found) + "\n")
     (out / "table.md").write_text(text)
     plot_curves({r["variant"]: r["run"] for r in rows}, out / "curves.png", base.task,
-                title=f"{base.task} on {base.data} ({base.preset}, {base.steps} steps)")
-    results = {"task": base.task, "data": base.data, "variants": rows, "findings": checks,
-               "paper_label": LABEL, "wall_s": time.time() - t0, "command": sys.argv,
+                title=f"{base.task} on {base.data} ({base.preset}, {base.steps} steps"
+                      + (f", seed {base.seed} of {seeds}" if seeds > 1 else "") + ")")
+    results = {"task": base.task, "kind": kind, "data": base.data, "seeds": seed_values_, "variants": rows,
+               "findings": found, "paper_label": LABEL, "wall_s": time.time() - t0, "command": sys.argv,
                "created": time.strftime("%Y-%m-%d %H:%M:%S")}
     from .checkpoint import atomic_write_json
     atomic_write_json(out / "results.json", results)  # last: marks the comparison complete
@@ -119,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="synthformer compare", description=__doc__.split("\n\n")[0],
         epilog="Any other --key=value is a TrainConfig / ModelConfig option applied to every variant "
                f"(see `synthformer train --help`). Defaults: {DEFAULTS}")
-    p.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
+    p.add_argument("--variants", default=None,
                    help="comma-separated: synthesizer specs (V, Fix, R, FR, D, FD, R+V, D+V, R+D, ...) "
                         "and baselines (dynamicconv, lightconv, linformer)")
     p.add_argument("--task", help=f"lm | seq2seq | classify | mlm (default {DEFAULTS['task']})")
@@ -127,9 +185,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", help=f"model size: tiny | small | base (default {DEFAULTS['preset']})")
     p.add_argument("--steps", type=int, help=f"optimizer steps per variant (default {DEFAULTS['steps']})")
     p.add_argument("--device", help="auto | cpu | cuda | cuda:N | mps (default auto)")
-    p.add_argument("--seed", type=int, help=f"one seed for every variant (default {DEFAULTS['seed']})")
+    p.add_argument("--seed", type=int, help=f"first seed (default {DEFAULTS['seed']})")
+    p.add_argument("--seeds", type=int, help=f"train every variant this many times, seeds s, s+1, ... "
+                                             f"(default {DEFAULT_SEEDS}); the table shows mean ± std")
+    p.add_argument("--task-kind", dest="task_kind",
+                   help=f"which paper benchmark the task stands in for: {' | '.join(TASK_KINDS)} "
+                        "(default: from --task and --data)")
+    p.add_argument("--claims", help="comma-separated claim or table names to check (default: all of the "
+                                    "task kind), e.g. 'Table 2' or t2-lm1b-fix-vs-r")
     p.add_argument("--out", help="run folder (default runs/compare-<timestamp>); rerun with it to continue")
-    p.add_argument("--config", help="YAML file of TrainConfig / ModelConfig overrides")
+    p.add_argument("--config", help="YAML file of TrainConfig / ModelConfig overrides, plus an optional "
+                                    f"`compare:` section ({', '.join(COMPARE_KEYS)})")
     return p
 
 
@@ -140,21 +206,54 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     try:
-        train_over, model_over = parse_overrides(rest, args.config)
+        section, config = _compare_section(args.config)
+        train_over, model_over = parse_overrides(rest, config)
         for key in ("task", "data", "preset", "steps", "device", "seed"):
             if getattr(args, key) is not None:
                 train_over[key] = getattr(args, key)
         if "attention" in model_over:
             raise UsageError("set the variants with --variants, not --attention")
-        variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+        spec = args.variants if args.variants is not None else section.get("variants", ",".join(DEFAULT_VARIANTS))
+        variants = [v.strip() for v in (spec.split(",") if isinstance(spec, str) else spec) if str(v).strip()]
         if not variants:
             raise UsageError("--variants is empty")
+        seeds = args.seeds if args.seeds is not None else section.get("seeds", DEFAULT_SEEDS)
+        claims = args.claims if args.claims is not None else section.get("claims")
+        if isinstance(claims, str):
+            claims = [c for c in claims.split(",") if c.strip()]
         out = Path(args.out or Path("runs") / f"compare-{time.strftime('%Y%m%d-%H%M%S')}")
-        compare(variants, train_over, model_over, out)
+        compare(variants, train_over, model_over, out, seeds=seeds,
+                kind=args.task_kind or section.get("task_kind"), claims=claims)
     except (ValueError, FileNotFoundError) as e:
         print(f"synthformer compare: error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
     return 0
+
+
+def _compare_section(config: str | None) -> tuple[dict, str | None]:
+    """Split a config file's `compare:` section off; returns (section, a file with the rest or None)."""
+    if not config or not Path(config).is_file():
+        return {}, config  # a missing file is reported by parse_overrides
+    import tempfile
+
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(config).read_text()) or {}
+    except yaml.YAMLError:
+        return {}, config  # reported by parse_overrides
+    if not isinstance(data, dict) or "compare" not in data:
+        return {}, config
+    section = data.pop("compare") or {}
+    if not isinstance(section, dict):
+        raise CompareError(f"{config}: `compare:` must be a mapping of {', '.join(COMPARE_KEYS)}")
+    unknown = [k for k in section if k not in COMPARE_KEYS]
+    if unknown:
+        raise CompareError(f"{config}: unknown key(s) {unknown} in `compare:`; valid: {', '.join(COMPARE_KEYS)}")
+    rest = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+    with rest:
+        yaml.safe_dump(data, rest)
+    return section, rest.name
 
 
 if __name__ == "__main__":

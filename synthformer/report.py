@@ -1,11 +1,12 @@
-"""Comparison reports: the Markdown table beside the paper's numbers, the paper's findings checked
-on our numbers, and the learning-curve plot. Everything here reads result rows / run folders only."""
+"""Comparison reports: the Markdown table beside the paper's numbers (of the same task kind), the
+paper's claims checked on our numbers (`synthformer.claims`), and the learning-curve plot. Everything here reads result rows / run folders only."""
 from __future__ import annotations
 
 import json
 import math
 from pathlib import Path
 
+from .claims import STATUSES, evaluate, finding_line, seed_values, stat
 from .reference_results import CITATION, LABEL, paper_columns
 
 # Per task: (column title, result key, format) of our metrics; the first is the task's main metric.
@@ -28,69 +29,66 @@ def _params(n: int) -> str:
     return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k"
 
 
-def table_markdown(rows: list[dict], task: str, baseline: str = "V") -> str:
-    """Markdown table: ours (params, metrics, change vs the baseline, tokens/s relative to it) beside the paper's.
+def table_markdown(rows: list[dict], task: str, baseline: str = "V", kind: str | None = None) -> str:
+    """Markdown table: ours (params, metrics, change vs the baseline, tokens/s relative to it) beside the
+    paper's columns of the same task kind.
 
-    `rows`: dicts with "variant", "params", "metrics" (task metrics) and "tokens_per_s".
+    `rows`: dicts with "variant", "params", "metrics" (task metrics; the mean over seeds) and
+    "tokens_per_s"; a row with "seeds" (per-seed rows) shows each metric as mean ± std.
+    `kind`: the task kind (`reference_results.task_kind`); default the task itself.
     """
+    kind = kind or task
     ours = METRIC_COLUMNS.get(task, [("loss", "loss", "{:.3f}")])
     main_title, main_key, _ = ours[0]
     base = next((r for r in rows if r["variant"] == baseline), None)
-    paper_titles = list(paper_columns(task, baseline))
+    paper_titles = list(paper_columns(kind, baseline))
     head = ["model", "params"] + [t for t, _, _ in ours] + [f"Δ {main_title} vs {baseline}", "tokens/s",
                                                             f"speed vs {baseline}"]
     head += [f"paper: {t}" for t in paper_titles]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r in rows:
         m = r.get("metrics") or {}
-        cells = [r["variant"], _params(r["params"])] + [_fmt(m.get(k), f) for _, k, f in ours]
+        cells = [r["variant"], _params(r["params"])] + [_fmt_stat(r, k, f) for _, k, f in ours]
         if base is not None and m.get(main_key) is not None and (base.get("metrics") or {}).get(main_key):
             b = base["metrics"][main_key]
             cells.append(f"{100.0 * (m[main_key] - b) / b:+.1f}%")
         else:
             cells.append("—")
-        cells.append(f"{r['tokens_per_s']:,.0f}")
+        cells.append(_fmt_stat(r, "tokens_per_s", "{:,.0f}"))
         cells.append(f"{r['tokens_per_s'] / base['tokens_per_s']:.2f}x" if base else "—")
-        cells += [_fmt(v) for v in paper_columns(task, r["variant"]).values()]
+        cells += [_fmt(v) for v in paper_columns(kind, r["variant"]).values()]
         lines.append("| " + " | ".join(cells) + " |")
-    if paper_titles:
+    seeds = max((len(r.get("seeds") or [r]) for r in rows), default=1)
+    if seeds > 1 or paper_titles:
         lines.append("")
+    if seeds > 1:
+        lines.append(f"Our metrics: mean ± sample std over {seeds} seeds (each variant trained once per seed "
+                     "on the same data); Δ and speed compare means.")
+    if paper_titles:
         lines.append(f"Columns marked *paper:* are {LABEL} ({CITATION}); compare orderings, not values.")
     return "\n".join(lines)
 
 
-def findings(rows: list[dict], task: str) -> list[str]:
-    """The paper's findings, each checked on our numbers where the variants needed were run."""
-    ours = METRIC_COLUMNS.get(task, [("loss", "loss", "{:.3f}")])
-    title, key, spec = ours[0]
-    lower = key in LOWER_IS_BETTER
-    val = {r["variant"]: (r.get("metrics") or {}).get(key) for r in rows}
-    val = {k: v for k, v in val.items() if v is not None}
-    better = (lambda a, b: a <= b) if lower else (lambda a, b: a >= b)
-    out = []
-    if "Fix" in val and len(val) > 1:
-        others = {k: v for k, v in val.items() if k != "Fix"}
-        worst_other = max(others.values()) if lower else min(others.values())
-        ok = val["Fix"] > worst_other if lower else val["Fix"] < worst_other
-        out.append(f"Fixed Random clearly worst (paper: yes): {'yes' if ok else 'no'} "
-                   f"(Fix {title} {spec.format(val['Fix'])}; worst of the others {spec.format(worst_other)})")
-    if "V" in val:
-        v = val["V"]
-        for name in ("R", "D"):
-            if name in val:
-                out.append(f"{name} close to V (paper: within ~7% on LM1B): {name}/V = {val[name] / v:.3f} "
-                           f"({spec.format(val[name])} vs {spec.format(v)})")
-        for name in ("R+V", "D+V"):
-            if name in val:
-                ok = better(val[name], v)
-                out.append(f"{name} at or better than V (paper: yes, D+V best on LM1B): {'yes' if ok else 'no'} "
-                           f"({spec.format(val[name])} vs {spec.format(v)})")
-    speed = {r["variant"]: r["tokens_per_s"] for r in rows}
-    if "R" in speed and "V" in speed:
-        out.append(f"R speed vs V (paper, Table 4: 1.09x): {speed['R'] / speed['V']:.2f}x")
-    if "R" in speed and "dynamicconv" in speed:
-        out.append(f"R speed vs dynamicconv (paper, Table 4: 1.61x): {speed['R'] / speed['dynamicconv']:.2f}x")
-    return out
+def _fmt_stat(row: dict, key: str, spec: str) -> str:
+    s = stat(seed_values(row, key)) if row.get("seeds") else None
+    if s is None or s.std is None:
+        return _fmt(row.get(key) if key == "tokens_per_s" else (row.get("metrics") or {}).get(key), spec)
+    return f"{spec.format(s.mean)} ± {spec.format(s.std)}"
+
+
+def findings(rows: list[dict], kind: str, claims=None) -> list[dict]:
+    """The paper's claims of task kind `kind` that `rows` can check, each a structured finding
+    (see `synthformer.claims`: claim, table, paper, ours, status, rule)."""
+    return evaluate(rows, kind, claims)
+
+
+def findings_markdown(found: list[dict]) -> str:
+    """Findings as Markdown bullets, with the rule that decided them."""
+    if not found:
+        return "No claim of the paper applies to this task and these variants."
+    counts = {s: sum(f["status"] == s for f in found) for s in STATUSES}
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    return f"{summary}.\n\n" + "\n".join(f"- {finding_line(f)}" for f in found)
 
 
 def read_metrics(run_dir: str | Path) -> list[dict]:

@@ -11,7 +11,7 @@ import pytest
 from conftest import run_in_process
 from synthformer.compare import DEFAULT_VARIANTS, variant_name
 from synthformer.reference_results import TABLE2, TABLE3, paper_columns
-from synthformer.report import findings, table_markdown
+from synthformer.report import findings, findings_markdown, table_markdown
 
 PAPER = Path(__file__).resolve().parents[2] / "shared" / "paper" / "synthesizer-icml2021.txt"
 WORDS = "hello how are you doing today fine thanks what about the weather is nice here".split()
@@ -45,12 +45,18 @@ def test_compare_tiny_budget_writes_table_plot_and_results(dialogue, tmp_path):
     assert "| V |" in table and "| R+V |" in table  # names canonicalised ("r+v" -> "R+V")
     assert "paper: LM1B PPL" in table and "38.21" in table and "40.05" in table
     assert "paper (full scale, TPU)" in table
-    assert "R+V at or better than V" in table
+    assert "paper: dialogue" not in table and "EnDe" not in table  # paper columns of the LM kind only
+    assert "claims for task kind lm" in table and "`t2-lm1b-rv-close-v`" in table
     assert "| V |" in stdout  # the table is printed too
     png = (out / "curves.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     results = json.loads((out / "results.json").read_text())
     assert [r["variant"] for r in results["variants"]] == ["V", "R+V"]
+    assert results["kind"] == "lm" and results["seeds"] == [1]
+    found = {f["claim"]: f for f in results["findings"]}
+    assert set(found) == {"t2-lm1b-rv-close-v"}  # the only LM claim V and R+V can check
+    assert found["t2-lm1b-rv-close-v"]["status"] in ("reproduced", "not reproduced", "inconclusive")
+    assert found["t2-lm1b-rv-close-v"]["paper"] == {"R+V": 40.05, "V": 38.21}
     for row in results["variants"]:
         assert row["model"]["attention"] == row["variant"] and row["train"]["seed"] == 1
         assert row["train"]["steps"] == 3 and row["metrics"]["ppl"] > 1 and row["tokens_per_s"] > 0
@@ -102,14 +108,19 @@ def test_table_reports_change_and_speed_against_v():
     assert r["paper: LM1B PPL"] == "40.6" and dc["paper: LM1B PPL"] == "—"
 
 
-@pytest.mark.parametrize("fix_ppl,expected", [(150.0, "yes"), (105.0, "no")])
-def test_findings_check_the_papers_claims(fix_ppl, expected):
-    rows = [row("V", 100.0, 1.0), row("Fix", fix_ppl, 2.0), row("R", 110.0, 2.0), row("R+V", 99.0, 0.9)]
-    text = "\n".join(findings(rows, "lm"))
-    assert f"Fixed Random clearly worst (paper: yes): {expected}" in text
-    assert "R/V = 1.100" in text
-    assert "R+V at or better than V (paper: yes, D+V best on LM1B): yes" in text
-    assert "R speed vs V (paper, Table 4: 1.09x): 2.00x" in text
+def test_findings_and_paper_columns_follow_the_task_kind():
+    rows = [row("V", 100.0, 1.0), row("Fix", 150.0, 2.0), row("R", 110.0, 2.0), row("R+V", 99.0, 0.9)]
+    lm = {f["claim"]: f["status"] for f in findings(rows, "lm")}
+    assert lm["t2-lm1b-fix-vs-r"] == "reproduced" and lm["t4-speed-r-vs-v"] == "reproduced"
+    assert not any(name.startswith(("t3-", "t7-", "lra-")) for name in lm)
+    rows = [dict(r, metrics={"accuracy": 40.0}) for r in rows]
+    assert {f["claim"] for f in findings(rows, "lra-listops")} == {"lra-listops-rv-close-v", "t4-speed-r-vs-v"}
+    assert "LM1B" not in table_markdown(rows, "classify", kind="lra-listops")
+    assert "paper: LRA ListOps acc." in table_markdown(rows, "classify", kind="lra-listops")
+    assert "paper: EnDe BLEU" in table_markdown(rows, "seq2seq", kind="seq2seq-mt")
+    assert "paper:" not in table_markdown(rows, "seq2seq")  # own data: no paper benchmark
+    text = findings_markdown(findings(rows, "lra-listops"))
+    assert "Rule:" in text and "LRA" in text
 
 
 def test_default_variants_are_the_papers():
@@ -128,7 +139,57 @@ def test_copied_numbers_match_the_paper_text():
     for name, values in TABLE2.items():
         assert f"{values['lm1b_ppl']:.2f}" in numbers, (name, values)
         assert f"{values['ende_bleu']:.2f}" in numbers, (name, values)
+        assert f"{values['enfr_bleu']:.2f}" in numbers, (name, values)
     for name, values in TABLE3.items():
         for v in values.values():
             assert f"{v:.2f}" in numbers, (name, v)
     assert paper_columns("lm", "Fix")["LM1B PPL"] == 50.52
+
+
+def test_compare_seeds_two_through_the_cli(dialogue, tmp_path):
+    """`compare --seeds 2`: every variant twice on the same data, mean ± std, per-seed rows kept."""
+    out = tmp_path / "seeds"
+    code, stdout, err = compare_main("--variants", "Fix,R", "--data", dialogue, "--out", out, "--seeds", "2",
+                                     "--seed", "5", *TINY)
+    assert code == 0, err
+    results = json.loads((out / "results.json").read_text())
+    assert results["seeds"] == [5, 6]
+    for r in results["variants"]:
+        per_seed = [s["metrics"]["ppl"] for s in r["seeds"]]
+        assert [s["seed"] for s in r["seeds"]] == [5, 6] and r["n_seeds"] == 2
+        assert per_seed[0] != per_seed[1]  # different init and data order
+        assert r["metrics"]["ppl"] == pytest.approx(sum(per_seed) / 2)
+        assert r["metrics_std"]["ppl"] == pytest.approx(abs(per_seed[0] - per_seed[1]) / 2 ** 0.5)
+        for s in r["seeds"]:
+            assert Path(s["run"]).name == f"{r['variant']}-seed{s['seed']}"
+            stored = json.loads((Path(s["run"]) / "config.json").read_text())["train"]
+            assert stored["seed"] == s["seed"] and stored["data"] == str(dialogue)
+        # the same data: the same tokenizer in every run
+        toks = {(Path(s["run"]) / "tokenizer.json").read_text() for s in r["seeds"]}
+        assert len(toks) == 1
+    table = (out / "table.md").read_text()
+    assert re.search(r"\| Fix \| [\d.]+k \| [\d.]+ ± [\d.]+ \|", table), table
+    assert "mean ± sample std over 2 seeds" in table
+    assert {f["claim"] for f in results["findings"]} == {"t2-lm1b-fix-vs-r", "t2-lm1b-fix-worst"}
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--seeds", "0"], "--seeds=0 must be an integer >= 1"),
+    (["--seeds", "-2"], "--seeds=-2 must be an integer >= 1"),
+    (["--claims", "Table 9"], "unknown claim or table 'Table 9'; valid tables: Table 2"),
+    (["--task-kind", "speech"], "unknown task kind 'speech'; valid: lm"),
+])
+def test_compare_bad_input_is_one_line_before_any_work(args, message, dialogue, tmp_path):
+    code, _, err = compare_main("--variants", "V", "--data", dialogue, "--out", tmp_path / "x", *args, *TINY)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "x").exists()
+
+
+def test_compare_section_of_a_config_file(dialogue, tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("steps: 3\ncompare:\n  claims: [t2-lm1b-nope]\n")
+    code, _, err = compare_main("--data", dialogue, "--out", tmp_path / "x", "--config", cfg)
+    assert code == 2 and "unknown claim or table 't2-lm1b-nope'" in err and "t2-lm1b-fix-vs-r" in err
+    cfg.write_text("compare:\n  seed_count: 2\n")
+    code, _, err = compare_main("--data", dialogue, "--out", tmp_path / "x", "--config", cfg)
+    assert code == 2 and "unknown key(s) ['seed_count']" in err and "valid: variants, seeds" in err
