@@ -1,5 +1,8 @@
 """synthformer bench / plot: end-to-end on a tiny configuration (no timing assertions)."""
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -70,3 +73,81 @@ def test_plot_rejects_bad_file(tmp_path, capsys):
     bad.write_text('{"variant": "V"}\n')
     assert plots.main(["bench", str(bad), "--out", str(tmp_path / "x.png")]) == 2
     assert "lacks" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- FLOPs of the baselines
+@pytest.mark.parametrize("name,option,attr", [("lightconv", "kernel", "kernel_size"),
+                                              ("dynamicconv", "kernel", "kernel_size"),
+                                              ("linformer", "linformer_k", "k")])
+def test_baseline_flops_use_the_options_the_mixers_are_built_with(name, option, attr):
+    from synthformer.mixers import build_mixer
+    built = getattr(build_mixer(name, 32, 4, 64), attr)  # the mixer's real default (ModelConfig's too)
+    assert built == bench.cases.config_default({"kernel": "kernel_size"}.get(option, option))
+    f = lambda **kw: bench.layer_flops(name, 2, 64, 32, 4, 64, **kw)  # noqa: E731
+    assert f() == f(**{option: built})
+    assert f(**{option: built}) != f(**{option: built + 8})  # the option is counted at all
+
+
+def test_model_flops_follow_the_model_config():
+    from synthformer import ModelConfig
+    cfg = ModelConfig.preset("tiny", kind="lm", attention="dynamicconv", kernel_size=3, max_seq_len=16)
+    wide = ModelConfig.preset("tiny", kind="lm", attention="dynamicconv", kernel_size=15, max_seq_len=16)
+    assert bench.model_flops("dynamicconv", cfg, 2, 16) < bench.model_flops("dynamicconv", wide, 2, 16)
+
+
+# ----------------------------------------------------------------------------- targets (data, not code)
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "cpu-2threads.jsonl"
+
+
+def test_report_of_recorded_results_is_the_issue5_table(capsys):
+    assert bench.main(["--report", str(RESULTS)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == ["| target | L | measured | met |", "|---|---|---|---|",
+                         "| R layer train speed vs V >= 2.0x | 256 | 2.19x | yes |"]
+    for expected in ("| R layer train speed vs V >= 1.0x | 4096 | 0.93x | **no** |",
+                     "| FR peak memory / materialised (B,H,L,L) weights <= 0.5 | 4096 | 0.16x | yes |",
+                     "| D+V layer train time / V time <= 1.3 | 4096 | 1.65x | **no** |",
+                     "| model train tokens/s R / dynamicconv >= 1.6 | 256 | 1.05x | **no** |",
+                     "| decode cache bytes R / V <= 0.5 | 256 | 0.50x | yes |"):
+        assert expected in lines
+    assert len(lines) == 23
+
+
+def _row(variant, length=64, mode="train", scope="layer", ms=10.0, **kw):
+    return dict(variant=variant, scope=scope, mode=mode, length=length, median_ms=ms, batch=2, num_heads=2,
+                tokens_per_s=1000.0 / ms, peak_bytes=None, cache_bytes=None, **kw)
+
+
+def test_targets_table_reads_its_targets_from_a_file(tmp_path, capsys):
+    path = tmp_path / "t.yaml"
+    path.write_text("sections:\n  - scope: layer\n    targets:\n"
+                    "      - {name: 'R twice as fast', variant: R, vs: V, mode: train, metric: speed, at_least: 2}\n"
+                    "      - {name: 'Fix present', variant: Fix, vs: V, mode: train, metric: speed, at_least: 1,"
+                    " missing: n/a}\n"
+                    "      - {name: 'FR skipped when absent', variant: FR, vs: V, mode: train, metric: speed,"
+                    " at_least: 1}\n")
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("\n".join(json.dumps(r) for r in (_row("V", ms=30.0), _row("R", ms=10.0))))
+    assert bench.main(["--report", str(runs), "--targets", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[2:] == ["| R twice as fast | 64 | 3.00x | yes |",
+                                                        "| Fix present | 64 | n/a | n/a |"]
+
+
+def test_bad_targets_file_is_a_one_line_error(tmp_path, capsys):
+    path = tmp_path / "t.yaml"
+    path.write_text("sections:\n  - scope: layer\n    targets:\n      - {name: x, variant: R, metric: nope}\n")
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps(_row("V")) + "\n")
+    assert bench.main(["--report", str(runs), "--targets", str(path)]) == 2
+    assert "bad target" in capsys.readouterr().err
+
+
+def test_library_code_holds_no_issue_targets():
+    src = "".join(p.read_text() for p in Path(bench.__file__).parent.glob("*.py"))
+    assert "issue 5" not in src.lower() and "issue-5" not in src.lower() and ">= 1.3" not in src
+
+
+def test_python_dash_m_runs_the_package():
+    proc = subprocess.run([sys.executable, "-m", "synthformer.bench", "--help"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and "synthformer bench" in proc.stdout and "--targets" in proc.stdout
