@@ -1,0 +1,108 @@
+"""Optimizer parameter groups: weight matrices, no-decay parameters, and position-indexed tables.
+
+Why a group of its own for the tables: a synthesizer's position tables (Random's R, Factorized
+Random's R1/R2, Dense's F2 rows, Factorized Dense's factor tables) and the absolute position
+embedding are indexed by position, not by token. Every row sees the gradient of one position only,
+and R starts near zero (Xavier-uniform, logits of +-0.15 at N=128), so at the learning rate that
+suits the weight matrices R barely leaves its initialisation in a few hundred steps and Random ends
+where Fixed Random does. Weight decay on them pulls the logits back toward uniform attention.
+The group gets its own learning-rate multiplier and, by default, no weight decay
+(measurements: docs/recipe.md).
+
+    groups = param_groups(model, weight_decay=0.01, table_lr_mult=10.0)
+    opt = build_optimizer(model, lr=2e-3, weight_decay=0.01, table_lr_mult=10.0)
+    for g in opt.param_groups:               # each step, with lr from the schedule
+        g["lr"] = lr * g.get("lr_mult", 1.0)
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+# Position-indexed tables, by the class that owns them: attribute names of nn.Parameters.
+# (Fixed Random's R is a buffer, never a parameter: it has nothing here to train.)
+def _table_owners() -> dict[type, tuple[str, ...]]:
+    from .attention.dense import Dense
+    from .attention.factorized_dense import FactorizedDense
+    from .attention.factorized_random import FactorizedRandom
+    from .attention.random import Random
+    from .model.transformer import Embedding
+
+    return {Random: ("r",), FactorizedRandom: ("r1", "r2"), Dense: ("f2",), FactorizedDense: ("fa", "fb"),
+            Embedding: ("pos.weight",)}
+
+
+# Parameters of any shape that must never decay: the mixture weights theta (alpha = softmax(theta)).
+NO_DECAY_NAMES = ("mix_logits",)
+
+
+def position_tables(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    """(qualified name, parameter) of every trainable position-indexed table in `model`."""
+    owners = _table_owners()
+    found, seen = [], set()
+    for prefix, module in model.named_modules():
+        for cls, attrs in owners.items():
+            if not isinstance(module, cls):  # FixedRandom is a Random whose r is a buffer: skipped below
+                continue
+            for attr in attrs:
+                p = module.get_parameter(attr) if _has_param(module, attr) else None
+                if p is not None and p.requires_grad and id(p) not in seen:
+                    seen.add(id(p))
+                    found.append((f"{prefix}.{attr}" if prefix else attr, p))
+    return found
+
+
+def _has_param(module: nn.Module, attr: str) -> bool:
+    try:
+        module.get_parameter(attr)
+        return True
+    except AttributeError:
+        return False
+
+
+def param_groups(model: nn.Module, weight_decay: float, table_lr_mult: float = 1.0,
+                 table_weight_decay: float = 0.0) -> list[dict]:
+    """AdamW parameter groups of `model`.
+
+    * ``decay``: weight matrices (2-D and up) with `weight_decay`;
+    * ``no_decay``: biases, norms (1-D) and the mixture weights, no decay;
+    * ``tables``: position-indexed tables (see :func:`position_tables`) with `table_weight_decay`
+      and ``lr_mult = table_lr_mult``, which the training loop multiplies into the scheduled lr.
+
+    Every group carries ``name`` and ``lr_mult``; empty groups are left out. Each trainable
+    parameter is in exactly one group (tied weights once).
+    """
+    if table_lr_mult <= 0:
+        raise ValueError(f"table_lr_mult={table_lr_mult} must be > 0")
+    if weight_decay < 0 or table_weight_decay < 0:
+        raise ValueError(f"weight decay must be >= 0, got weight_decay={weight_decay}, "
+                         f"table_weight_decay={table_weight_decay}")
+    tables = {id(p) for _, p in position_tables(model)}
+    groups = {"decay": [], "no_decay": [], "tables": []}
+    for name, p in model.named_parameters():  # named_parameters() yields a tied weight once
+        if not p.requires_grad:
+            continue
+        if id(p) in tables:
+            groups["tables"].append(p)
+        elif p.dim() < 2 or name.rsplit(".", 1)[-1] in NO_DECAY_NAMES:
+            groups["no_decay"].append(p)
+        else:
+            groups["decay"].append(p)
+    settings = {"decay": (weight_decay, 1.0), "no_decay": (0.0, 1.0), "tables": (table_weight_decay, table_lr_mult)}
+    return [{"params": ps, "weight_decay": settings[k][0], "lr_mult": settings[k][1], "name": k}
+            for k, ps in groups.items() if ps]
+
+
+def build_optimizer(model: nn.Module, lr: float, weight_decay: float, table_lr_mult: float = 1.0,
+                    table_weight_decay: float = 0.0, betas: tuple[float, float] = (0.9, 0.98)) -> torch.optim.AdamW:
+    """AdamW over :func:`param_groups`; each group's lr starts at ``lr * lr_mult``."""
+    groups = param_groups(model, weight_decay, table_lr_mult, table_weight_decay)
+    for g in groups:
+        g["lr"] = lr * g["lr_mult"]
+    return torch.optim.AdamW(groups, lr=lr, betas=betas)
+
+
+def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    """Set every group's lr to the scheduled `lr` times the group's ``lr_mult`` (1 when absent)."""
+    for g in optimizer.param_groups:
+        g["lr"] = lr * g.get("lr_mult", 1.0)

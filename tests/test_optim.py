@@ -1,0 +1,81 @@
+"""Optimizer groups: which parameters get the table learning-rate multiplier, which get no decay."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from synthformer.model import ModelConfig, build_model
+from synthformer.optim import build_optimizer, param_groups, position_tables, set_lr
+
+
+def lm(attention, **kw):
+    return build_model(ModelConfig.preset("tiny", kind="lm", attention=attention, vocab_size=50, num_layers=1, **kw))
+
+
+def names_in(model, group):
+    ids = {id(p) for p in group["params"]}
+    return {n for n, p in model.named_parameters() if id(p) in ids}
+
+
+def groups_by_name(model, **kw):
+    return {g["name"]: g for g in param_groups(model, weight_decay=0.1, **kw)}
+
+
+@pytest.mark.parametrize("attention,tables", [
+    ("V", set()),
+    ("Fix", set()),  # Fixed Random's R is a buffer: nothing to train
+    ("R", {"r"}),
+    ("FR", {"r1", "r2"}),
+    ("D", {"f2"}),
+    ("FD", {"fa", "fb"}),
+    ("R+V", {"r"}),
+    ("R+D", {"r", "f2"}),
+])
+def test_position_tables_get_the_multiplier_and_no_decay(attention, tables):
+    model = lm(attention)
+    g = groups_by_name(model, table_lr_mult=30.0)
+    got = {n.rsplit(".", 1)[-1] for n in names_in(model, g["tables"]) if n != "embed.pos.weight"}
+    assert got == tables
+    assert "embed.pos.weight" in names_in(model, g["tables"])  # the absolute position table
+    assert g["tables"]["lr_mult"] == 30.0 and g["tables"]["weight_decay"] == 0.0
+    assert g["decay"]["lr_mult"] == g["no_decay"]["lr_mult"] == 1.0
+    decay = names_in(model, g["decay"])
+    assert all(model.get_parameter(n).dim() >= 2 for n in decay)
+    assert not any(n.endswith(("bias", "mix_logits")) or "norm" in n for n in decay)
+    if "+" in attention:
+        assert any(n.endswith("mix_logits") for n in names_in(model, g["no_decay"]))
+    assert "embed.tok.weight" in decay  # token embeddings are not indexed by position
+    # every trainable parameter in exactly one group
+    listed = [id(p) for grp in g.values() for p in grp["params"]]
+    assert len(listed) == len(set(listed)) == sum(1 for p in model.parameters() if p.requires_grad)
+
+
+def test_table_weight_decay_option_and_bad_values():
+    model = lm("R")
+    assert groups_by_name(model, table_weight_decay=0.05)["tables"]["weight_decay"] == 0.05
+    with pytest.raises(ValueError, match="table_lr_mult=0"):
+        param_groups(model, 0.1, table_lr_mult=0)
+    with pytest.raises(ValueError, match="weight decay must be >= 0"):
+        param_groups(model, -0.1)
+
+
+def test_optimizer_lr_follows_the_group_multiplier():
+    model = lm("R")
+    opt = build_optimizer(model, lr=1e-3, weight_decay=0.01, table_lr_mult=10.0)
+    assert {g["name"]: g["lr"] for g in opt.param_groups} == pytest.approx(
+        {"decay": 1e-3, "no_decay": 1e-3, "tables": 1e-2})
+    set_lr(opt, 5e-4)
+    assert {g["name"]: g["lr"] for g in opt.param_groups}["tables"] == pytest.approx(5e-3)
+    # one Adam step moves R about lr_mult times further than with no multiplier
+    moved = {}
+    for mult in (1.0, 10.0):
+        torch.manual_seed(0)
+        m = lm("R", dropout=0.0)
+        r = dict(position_tables(m))["decoder.layers.0.mixer.members.0.r"]
+        before = r.detach().clone()
+        opt = build_optimizer(m, lr=1e-3, weight_decay=0.0, table_lr_mult=mult)
+        ids = torch.randint(0, 50, (2, 16))
+        m(ids).logsumexp(-1).mean().backward()
+        opt.step()
+        moved[mult] = (r.detach() - before).abs().max().item()
+    assert moved[10.0] == pytest.approx(10 * moved[1.0], rel=1e-3)
