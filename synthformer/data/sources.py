@@ -167,30 +167,48 @@ def _sword_root(module: str) -> Path:
     return conf.parent.parent
 
 
+def _slots(module: str):
+    return bible.read_slots(str(_sword_root(module)), SWORD[module][1], module)
+
+
 def _verses(module: str):
-    return bible.read_verses(str(_sword_root(module)), SWORD[module][1])
+    return tuple((k, t) for k, t in _slots(module)[0] if t)
 
 
 def _ref(key) -> str:
     return f"{key[0]}.{key[1]}.{key[2]}"
 
 
+def _chapter_split(items: list, keys: list) -> tuple[list, list, list]:
+    """Split 90/5/5 by SHA-1 of the chapter id ("John.3"): no chapter is in two splits."""
+    chapters = list(dict.fromkeys(f"{k[0]}.{k[1]}" for k in keys))
+    train, valid, test = (set(s) for s in split_by_hash(chapters, chapters))
+    out: tuple[list, list, list] = ([], [], [])
+    for item, k in zip(items, keys):
+        ch = f"{k[0]}.{k[1]}"
+        out[0 if ch in train else 1 if ch in valid else 2].append(item)
+    return out
+
+
 def _load_bible_en_es(task: str, max_examples, seed, direction: str = "en-es", **options):
-    """KJV English <-> Reina-Valera 1909 Spanish, aligned by verse reference (both use the KJV
-    versification); verses empty in either module are dropped. ``direction`` is "en-es" (default)
-    or "es-en". Split 90/5/5 by SHA-1 of the verse id (e.g. "John.3.16"); ``meta["ids"]`` holds
-    each split's verse ids in example order. Markup is stripped; footnotes and headings dropped.
+    """KJV English <-> Reina-Valera 1909 Spanish verse pairs, aligned through each module's
+    versification (`synthformer.data.bible`): RV numbers some chapters its own way (Job 38-41,
+    Jonah 1-2, Hosea 11-12, Numbers 13 and 30, 1 Samuel 24, ...), so verses are mapped to KJV
+    references and only 1:1 pairs are kept (a verse split or merged on one side is dropped, as are
+    verses empty in either module). Canonical psalm titles are kept on both sides; the Psalm 119
+    letters and epistle subscriptions on neither. ``direction`` is "en-es" (default) or "es-en".
+    Split 90/5/5 by SHA-1 of the chapter id ("John.3"), so no chapter is in two splits;
+    ``meta["ids"]`` holds each split's KJV verse ids (e.g. "John.3.16") in example order.
     """
     _no_options("bible-en-es", options)
     if direction not in ("en-es", "es-en"):
         raise DataError(f"bible-en-es direction must be 'en-es' or 'es-en', got {direction!r}")
-    en, es = dict(_verses("kjv")), dict(_verses("sparv"))
-    keys = [k for k, _ in _verses("kjv") if k in es]
-    pairs = [(en[k], es[k]) if direction == "en-es" else (es[k], en[k]) for k in keys]
-    ids = [_ref(k) for k in keys]
-    items = list(zip(ids, pairs))
-    splits = _capped(split_by_hash(items, ids), max_examples, seed)
-    meta = {"split": "90/5/5 by SHA-1 of verse id", "direction": direction,
+    aligned = bible.align(_slots("kjv"), "kjv", _slots("sparv"), "sparv")
+    keys = [k for k, _, _ in aligned]
+    items = [(_ref(k), (en, es) if direction == "en-es" else (es, en)) for k, en, es in aligned]
+    splits = _capped(_chapter_split(items, keys), max_examples, seed)
+    meta = {"split": "90/5/5 by SHA-1 of chapter id (e.g. 'John.3')", "direction": direction,
+            "alignment": "1:1 verses through KJV references (RV 1909 versification mapped)",
             "ids": {name: [i for i, _ in s] for name, s in zip(("train", "valid", "test"), splits)}}
     return tuple([p for _, p in s] for s in splits), meta
 
