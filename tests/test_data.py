@@ -199,11 +199,39 @@ def test_fortunes_real():
     _prepared("fortunes")
     s = load_source("fortunes", "classify")
     labels = s.meta["labels"]
-    assert len(labels) >= 40 and "computers" in labels and "riddles" in labels
+    assert 20 <= len(labels) <= 30 and "computers" in labels and "politics" in labels
     items = s.train + s.valid + s.test
-    assert len(items) > 10_000 and all(t.strip() and "\n%\n" not in t for t, _ in items)
+    assert len(items) > 8_000 and all(t.strip() and "\n%\n" not in t for t, _ in items)
     assert {y for _, y in items} == set(range(len(labels)))
     assert not {t for t, _ in s.train} & {t for t, _ in s.test}
+    lm = load_source("fortunes", "lm")  # lm keeps every file
+    assert len(lm.train) + len(lm.valid) + len(lm.test) > 14_000
+
+
+def test_fortunes_topics_only_and_deduplicated(capsys):
+    _prepared("fortunes")
+    from synthformer.data.sources import FORTUNE_MIN_ITEMS, _normalise, read_fortunes
+
+    s = load_source("fortunes", "classify")
+    labels, items = s.meta["labels"], s.train + s.valid + s.test
+    for grab_bag in ("cookie", "miscellaneous", "ascii-art", "fortunes", "riddles", "definitions"):
+        assert grab_bag not in labels
+    counts = [sum(1 for _, y in items if y == i) for i in range(len(labels))]
+    assert min(counts) >= FORTUNE_MIN_ITEMS and counts == [s.meta["sizes"][lab] for lab in labels]
+    assert "pratchett" not in labels and "magic" not in labels  # 2 and 30 items in the package
+    label_of: dict[str, set] = {}
+    for t, y in items:
+        label_of.setdefault(_normalise(t), set()).add(y)
+    assert all(len(ys) == 1 for ys in label_of.values())  # no text under two labels
+    assert len(label_of) == len(items)  # and none twice under one
+    # an item the package files under two topics is in neither
+    raw = read_fortunes()
+    topic_sets = {lab: {_normalise(t) for t in raw[lab]} for lab in labels if lab in raw}
+    both = {k for a in topic_sets for b in topic_sets if a < b for k in topic_sets[a] & topic_sets[b]}
+    assert both and not both & set(label_of)
+    assert data_main(["show", "fortunes", "-n", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"{len(labels)} classes: art (" in out and "computers (" in out
 
 
 def test_fashion_mnist_real():

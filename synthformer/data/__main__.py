@@ -39,6 +39,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     splits = load_source(args.name, args.task, max_examples=max(args.n, 30))
     print(splits)
+    labels = splits.meta.get("labels")
+    if labels:
+        sizes = splits.meta.get("sizes", {})
+        print(f"{len(labels)} classes: " + ", ".join(f"{lab} ({sizes[lab]})" if lab in sizes else str(lab)
+                                                  for lab in labels))
     for ex in splits.train[:args.n]:
         print("-", repr(ex)[:300])
     return 0

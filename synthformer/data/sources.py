@@ -24,6 +24,7 @@ import importlib.util
 import json
 import os
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -270,26 +271,81 @@ def read_fortunes() -> dict[str, list[str]]:
     return cats
 
 
+# Files that do not name a subject, so they cannot be topic classes (kept for lm).
+FORTUNE_NOT_TOPICS = {
+    "cookie": "grab-bag", "miscellaneous": "grab-bag", "fortunes": "grab-bag",
+    "ascii-art": "pictures, not text", "translate-me": "mostly not English",
+    "knghtbrd": "one person's quote collection", "zippy": "one comic character's lines",
+    "humorists": "quotes by humorists on anything", "pratchett": "one author's quotes",
+    "definitions": "a form (mock dictionary entries) on any subject", "riddles": "a form",
+    "platitudes": "a form", "songs-poems": "a form", "paradoxum": "a form",
+    "goedel": "a form (self-referential sentences)", "disclaimer": "a form",
+}
+FORTUNE_MERGE = {"linuxcookie": "linux"}  # the same subject under two file names
+FORTUNE_MIN_ITEMS = 50  # topic classes with fewer items (after de-duplication) are dropped
+_NON_WORD = re.compile(r"[\W_]+")
+
+
+def _normalise(text: str) -> str:
+    """Lower case, letters and digits only, single spaces: near-duplicates compare equal."""
+    return _NON_WORD.sub(" ", text.lower()).strip()
+
+
+def fortune_classes() -> tuple[list[str], list[tuple[str, int]], dict]:
+    """The topic classes of `fortunes`: (labels, [(text, label_id)], stats).
+
+    Files in `FORTUNE_NOT_TOPICS` are left out and `FORTUNE_MERGE` folds file names together;
+    an item whose normalised text appears under two labels is dropped everywhere, one under a
+    single label is kept once; labels with fewer than `FORTUNE_MIN_ITEMS` items are dropped.
+    """
+    by_label: dict[str, dict[str, str]] = {}
+    for name, items in read_fortunes().items():
+        if name in FORTUNE_NOT_TOPICS:
+            continue
+        label = FORTUNE_MERGE.get(name, name)
+        for text in items:
+            by_label.setdefault(label, {}).setdefault(_normalise(text), text)
+    owners: dict[str, set] = {}
+    for label, items in by_label.items():
+        for key in items:
+            owners.setdefault(key, set()).add(label)
+    shared = {k for k, labs in owners.items() if len(labs) > 1}
+    kept = {lab: [t for k, t in items.items() if k not in shared] for lab, items in by_label.items()}
+    small = sorted(lab for lab, items in kept.items() if len(items) < FORTUNE_MIN_ITEMS)
+    labels = sorted(lab for lab in kept if lab not in small)
+    examples = [(t, i) for i, lab in enumerate(labels) for t in kept[lab]]
+    stats = {"dropped_files": sorted(FORTUNE_NOT_TOPICS), "merged": FORTUNE_MERGE,
+             "dropped_small": small, "dropped_shared_items": len(shared),
+             "sizes": {lab: len(kept[lab]) for lab in labels}}
+    return labels, examples, stats
+
+
 def _load_fortunes(task, max_examples, seed, **options):
-    """Debian `fortunes` + `fortunes-min` cookie files; classify: label = file (category) name,
-    items separated by lines holding only '%'. An item found in several files is kept once, under
-    the first category in sorted order. lm: one document per item. Split 90/5/5 by SHA-1 of the
-    item text."""
+    """Debian `fortunes` + `fortunes-min` cookie files (items separated by lines holding only '%').
+
+    classify: topic classes only, label = the file (topic) name. Left out: files that name no
+    subject (`FORTUNE_NOT_TOPICS`: grab-bags such as cookie and miscellaneous, ascii-art, files
+    named after a person, and forms such as definitions or riddles); linuxcookie is merged into
+    linux; items whose normalised text (lower case, letters and digits) appears under two topics
+    are dropped from both; topics with fewer than 50 items are dropped (magic, 30 items).
+    25 topics remain: computers, people, politics, work, science, ... (``meta["labels"]``,
+    ``meta["sizes"]``). lm: every file, one document per item, normalised duplicates kept once.
+    Split 90/5/5 by SHA-1 of the item text.
+    """
     _no_options("fortunes", options)
-    cats = read_fortunes()
-    labels = sorted(cats)
-    seen, items = set(), []
-    for label_id, name in enumerate(labels):
-        for text in cats[name]:
-            if text not in seen:
-                seen.add(text)
-                items.append((text, label_id))
-    splits = split_by_hash(items, [t for t, _ in items])
-    if task == "lm":
-        splits = tuple([t for t, _ in s] for s in splits)
-    meta = {"split": "90/5/5 by SHA-1 of item text"}
+    meta: dict = {"split": "90/5/5 by SHA-1 of item text"}
     if task == "classify":
-        meta["labels"] = labels
+        labels, items, stats = fortune_classes()
+        meta.update(labels=labels, **stats)
+        splits = split_by_hash(items, [t for t, _ in items])
+    else:
+        seen, docs = set(), []
+        for items in read_fortunes().values():
+            for text in items:
+                if _normalise(text) not in seen:
+                    seen.add(_normalise(text))
+                    docs.append(text)
+        splits = split_by_hash(docs, docs)
     return _capped(splits, max_examples, seed), meta
 
 
