@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from synthformer.cli import UsageError, coerce, main, parse_overrides
+from synthformer.cli import COMMANDS, main
+from synthformer.overrides import UsageError, coerce, field_comments, parse_overrides
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -69,12 +70,12 @@ def test_overrides_route_to_train_and_model_configs(tmp_path):
 
 @pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_config_files_hold_valid_overrides(path):
-    from synthformer.cli import check_model_overrides, make_train_config
+    from synthformer.overrides import make_model_config, make_train_config
 
     train, model = parse_overrides([], str(path))
     assert train or model, f"{path} is empty"
     cfg = make_train_config(train)
-    check_model_overrides(cfg.preset, model)
+    make_model_config(cfg.preset, model)
 
 
 # ----------------------------------------------------------------------------- one-line errors
@@ -128,7 +129,7 @@ def test_data_list_is_delegated():
 
 
 def test_missing_subcommand_module_says_so():
-    from synthformer.cli import cmd_delegate
+    from synthformer.cli.delegate import cmd_delegate
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
@@ -144,7 +145,75 @@ def test_help_lists_every_option():
 
 
 @pytest.mark.parametrize("command,usage", [("plot", "synthformer plot"), ("bench", "synthformer bench"),
-                                           ("compare", "synthformer compare")])
+                                           ("compare", "synthformer compare"), ("export", "synthformer export")])
 def test_subcommands_reach_their_modules(command, usage):
     code, out, _ = run(command, "--help")
     assert code == 0 and usage in out
+
+
+# ----------------------------------------------------------------------------- the package and its handler
+def test_python_dash_m_and_version():
+    import synthformer
+
+    proc = subprocess.run([sys.executable, "-m", "synthformer", "--version"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"synthformer {synthformer.__version__}"
+    code, out, _ = run("--help")
+    assert code == 0 and all(name in out for name in COMMANDS)
+
+
+def test_every_subcommand_is_a_module_with_parser_and_runner():
+    assert list(COMMANDS) == ["train", "eval", "generate", "compare", "data", "bench", "plot", "export"]
+    for name, module in COMMANDS.items():
+        assert module.NAME == name and callable(module.add_parser) and callable(module.run)
+
+
+def test_override_engine_does_not_import_the_cli():
+    code = "import sys, synthformer.overrides; assert not any(m.startswith('synthformer.cli') for m in sys.modules)"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+@pytest.mark.parametrize("error", [ValueError("a bug"), FileNotFoundError("a bug"), RuntimeError("a bug")])
+def test_internal_errors_keep_their_traceback(monkeypatch, error):
+    def broken(args, rest):
+        raise error
+
+    monkeypatch.setattr(COMMANDS["eval"], "run", broken)
+    with pytest.raises(type(error), match="a bug"):
+        main(["eval", "--run", "x"])
+
+
+def test_debug_shows_the_traceback_of_user_errors(monkeypatch):
+    monkeypatch.setenv("SYNTHFORMER_DEBUG", "1")
+    with pytest.raises(UsageError, match="unknown option"):
+        main(["train", "--stesp=3"])
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--top-p", "0"], "--top-p=0.0 must be in (0, 1]"), (["--temperature", "0"], "--temperature=0.0 must be > 0"),
+    (["--num-beams", "0"], "--num-beams=0 must be >= 1"), (["--max-new-tokens", "-1"], "--max-new-tokens=-1"),
+])
+def test_generate_refuses_bad_decoding_options_in_one_line(args, needle):
+    one_line_error(*run("generate", "--run", "/nonexistent-run", *args)[::2], needle)
+
+
+def test_run_folder_without_tokenizer_is_one_line(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    one_line_error(*run("eval", "--run", tmp_path)[::2], "tokenizer.json not found")
+    (tmp_path / "tokenizer.json").write_text("{}")
+    (tmp_path / "config.json").write_text("{not json")
+    one_line_error(*run("eval", "--run", tmp_path)[::2], "config.json: not valid JSON")
+
+
+def test_train_help_explains_every_option_from_the_config_comments():
+    from synthformer.model import ModelConfig
+    from synthformer.train import TrainConfig
+
+    code, out, _ = run("train", "--help")
+    assert code == 0
+    assert "--steps=int  (default 1000)\n      optimizer steps of the whole run" in out
+    assert "--embed_dim=int  (default 256; preset tiny 64, small 256, base 512)\n      model width d" in out
+    assert "baselines: lightconv, dynamicconv, linformer" in out and "lm | classify | seq2seq | mlm" in out
+    for cls in (TrainConfig, ModelConfig):  # every field has a comment to show
+        comments = field_comments(cls)
+        assert all(comments.get(f) for f in cls.__dataclass_fields__), cls

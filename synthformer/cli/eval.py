@@ -1,0 +1,45 @@
+"""`synthformer eval`: evaluate a run's model on a split of its data."""
+from __future__ import annotations
+
+import json
+import sys
+
+from ..overrides import UsageError, make_train_config, parse_overrides
+from ._runs import device_of, load_run, plain
+
+NAME = "eval"
+HELP = "evaluate a run's model on its data (valid or test split)"
+
+
+def add_parser(sub):
+    p = sub.add_parser(NAME, help=HELP, description=HELP + "; other --key=value options are TrainConfig fields.")
+    p.add_argument("--run", required=True, help="run folder (the --out of train)")
+    p.add_argument("--split", default="valid", choices=["valid", "test", "train"], help="(default: %(default)s)")
+    p.add_argument("--max-batches", type=int, default=0, help="batches to evaluate; 0 = the whole split (default: 0)")
+    return p
+
+
+def run(args, rest: list[str]) -> int:
+    import torch
+
+    from ..data import load_tokenizer
+    from ..model import load
+    from ..train import evaluate, prepare_data
+
+    stored, model_dir = load_run(args.run)
+    train_over, model_over = parse_overrides(rest)
+    if model_over:
+        raise UsageError(f"eval takes train options only, got model options {sorted(model_over)}")
+    if args.max_batches < 0:
+        raise UsageError(f"--max-batches={args.max_batches} must be >= 0 (0 = the whole split)")
+    cfg = make_train_config({**stored["train"], **train_over, "resume": False})
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    model = load(model_dir, device=device_of(cfg.device))
+    data = prepare_data(cfg, cfg.seq_len or model.config.max_seq_len, load_tokenizer(args.run),
+                        log=lambda m: print(m, file=sys.stderr))
+    if args.split not in data.encoded:
+        raise UsageError(f"the data has no {args.split!r} split")
+    metrics = evaluate(data.task, model, data, cfg, split=args.split, max_batches=args.max_batches)
+    print(json.dumps({"run": args.run, "split": args.split, **plain(metrics)}))
+    return 0

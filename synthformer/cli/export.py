@@ -1,0 +1,28 @@
+"""`synthformer export hf --run RUN --out DIR`: a run's model in another library's format.
+
+The formats' parsers come from their packages (``synthformer.hf.cli``), imported only when `export`
+runs, so other commands never load ``transformers``.
+"""
+from __future__ import annotations
+
+import argparse
+
+from .delegate import add_delegated_parser
+
+NAME = "export"
+HELP = "write a run's model in another format (hf: a Hugging Face folder for the Auto classes)"
+PASSTHROUGH = True  # parsed here, on use: the format parsers import their packages
+
+
+def add_parser(sub):
+    return add_delegated_parser(sub, NAME, HELP)
+
+
+def run(args, rest: list[str]) -> int:
+    from ..hf.cli import add_parser as add_hf
+
+    parser = argparse.ArgumentParser(prog="synthformer export", description=HELP + ".")
+    formats = parser.add_subparsers(dest="format", required=True, metavar="FORMAT")
+    add_hf(formats)
+    ns = parser.parse_args(rest)
+    return int(ns.func(ns) or 0)

@@ -1,0 +1,50 @@
+"""`synthformer train`: one model, any task; options are the TrainConfig / ModelConfig fields."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..overrides import UsageError, field_help, make_model_config, make_train_config, parse_overrides
+from ._runs import plain
+
+NAME = "train"
+HELP = "train one model (any task); options are TrainConfig/ModelConfig fields"
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help=HELP, description=HELP + ", given as --key=value or --key value.",
+                       epilog=field_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", help="YAML file of overrides, read before the command line (configs/*.yaml)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    return p
+
+
+def run(args, rest: list[str]) -> int:
+    from ..train import RESUME_FREE, train
+
+    train_over, model_over = parse_overrides(rest, args.config)
+    if args.resume:
+        if model_over or args.config:
+            raise UsageError("--resume continues the stored config; drop the model options and --config")
+        out = train_over.pop("out", None)
+        if not out:
+            raise UsageError("--resume needs --out RUN_FOLDER (the run to continue)")
+        file = Path(out) / "config.json"
+        if not file.is_file():
+            raise UsageError(f"nothing to resume: {file} not found")
+        fixed = [k for k in train_over if k not in RESUME_FREE]
+        if fixed:
+            raise UsageError(f"cannot change {', '.join(fixed)} when resuming; only {', '.join(RESUME_FREE)} may change")
+        stored = json.loads(file.read_text())["train"]
+        stored["stop_after"] = None  # a stop is for one invocation only
+        cfg = make_train_config({**stored, **train_over, "out": out, "resume": True})
+        result = train(cfg)
+    else:
+        cfg = make_train_config(train_over)
+        make_model_config(cfg.preset, model_over)  # a bad model option fails before any data is read
+        result = train(cfg, model_over)
+    if "stopped_at" not in result:
+        print(json.dumps({"out": result["out"], "step": result["step"], "valid": plain(result["valid"]),
+                          "tokens_per_s": round(result["tokens_per_s"], 1)}))
+    return 0
