@@ -9,7 +9,9 @@ tree's value (10 classes).
 
 Text form: LRA's tokens without its tree-building parentheses, e.g. ``[MAX 2 9 [MIN 4 7 ] 0 ]``;
 the number of whitespace-separated tokens equals the tree length. The LRA paper uses lengths
-500..2000 and 96k/2k/2k examples; our defaults are small so a CPU can train on them.
+500..2000 and 96k/2k/2k examples (`LRA`; the `listops-lra` source); our defaults are small so
+a CPU can train on them. Tokenize with the ``word`` tokenizer to get LRA's vocabulary: one id per
+operator, bracket and digit.
 """
 from __future__ import annotations
 
@@ -40,6 +42,10 @@ class ListOpsConfig:
         if self.max_depth < 1 or self.max_args < 2:
             raise ValueError(f"ListOps needs max_depth >= 1 and max_args >= 2, got "
                              f"max_depth={self.max_depth}, max_args={self.max_args}")
+
+
+LRA = dict(num_train=96_000, num_valid=2_000, num_test=2_000, min_length=500, max_length=2000,
+           max_depth=10, max_args=10)  # the LRA paper's ListOps (`ListOpsConfig(**LRA)`)
 
 
 class _TooLong(Exception):

@@ -412,20 +412,53 @@ def _load_sentiment(task, max_examples, seed, **options):
 
 
 # ----------------------------------------------------------------------------- ListOps
+def _listops(name: str, defaults: dict, max_examples, seed, options: dict):
+    cfg_fields = set(listops.ListOpsConfig.__dataclass_fields__)
+    bad = sorted(set(options) - cfg_fields)
+    if bad:
+        raise DataError(f"unknown {name} option(s) {bad}; valid: {sorted(cfg_fields)}")
+    merged = dict(defaults)
+    if max_examples is not None:  # explicit num_* options still win
+        merged.update(zip(("num_train", "num_valid", "num_test"), _caps(max_examples)))
+    options = {**merged, **options}
+    try:
+        cfg = listops.ListOpsConfig(**options)
+    except ValueError as e:
+        raise DataError(f"{name}: {e}") from None
+    return cfg, _listops_cached(cfg, seed)
+
+
+def _listops_cached(cfg, seed: int):
+    """Generated splits, cached as JSON in the data cache when large (LRA sizes take minutes)."""
+    if cfg.num_train + cfg.num_valid + cfg.num_test < 20_000:
+        return listops.listops_splits(cfg, seed)
+    key = hashlib.sha1(json.dumps([vars(cfg), seed], sort_keys=True).encode()).hexdigest()[:16]
+    path = data_cache_dir() / "listops" / f"{key}.json"
+    if path.exists():
+        return tuple([(t, y) for t, y in split] for split in json.loads(path.read_text()))
+    splits = listops.listops_splits(cfg, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(splits))
+    os.replace(tmp, path)
+    return splits
+
+
 def _load_listops(task, max_examples, seed, **options):
     """ListOps generated with the LRA algorithm (see `synthformer.data.listops`); options are
     `ListOpsConfig` fields (num_train, num_valid, num_test, min_length, max_length, max_depth,
     max_args). Splits are drawn with disjoint expressions from seeds derived from ``seed``;
     ``max_examples`` sets num_train (and valid/test to max(1, max_examples // 10))."""
-    cfg_fields = set(listops.ListOpsConfig.__dataclass_fields__)
-    bad = sorted(set(options) - cfg_fields)
-    if bad:
-        raise DataError(f"unknown listops option(s) {bad}; valid: {sorted(cfg_fields)}")
-    if max_examples is not None:
-        n_tr, n_va, n_te = _caps(max_examples)
-        options = {"num_train": n_tr, "num_valid": n_va, "num_test": n_te, **options}
-    cfg = listops.ListOpsConfig(**options)
-    splits = listops.listops_splits(cfg, seed)
+    cfg, splits = _listops("listops", {}, max_examples, seed, options)
+    return splits, {"labels": [str(i) for i in range(10)], "config": vars(cfg),
+                    "split": "generated; disjoint expressions"}
+
+
+def _load_listops_lra(task, max_examples, seed, **options):
+    """ListOps at the LRA paper's sizes: lengths 500..2000 tokens, depth 10, up to 10 arguments,
+    96k/2k/2k examples (`listops.LRA`; options and ``max_examples`` as for ``listops``). Large sets
+    are generated once (minutes) and cached in the data cache folder. Use ``tokenizer: word``."""
+    cfg, splits = _listops("listops-lra", listops.LRA, max_examples, seed, options)
     return splits, {"labels": [str(i) for i in range(10)], "config": vars(cfg),
                     "split": "generated; disjoint expressions"}
 
@@ -492,6 +525,9 @@ SOURCES: dict[str, _Source] = {
                          fetch=fetch_vader_movie_reviews),
     "listops": _Source(_load_listops, ("classify",), "ListOps expressions generated with the LRA algorithm, 10 classes",
                        (), lambda: True, "nothing to get: generated on the fly"),
+    "listops-lra": _Source(_load_listops_lra, ("classify",),
+                           "ListOps at LRA's sizes: 500-2000 tokens, 96k/2k/2k (generated, then cached)",
+                           (), lambda: True, "nothing to get: generated on the fly"),
 }
 DEFAULT_SOURCE = "chitchat"
 
@@ -519,7 +555,7 @@ def prepare_source(name: str, cache_dir: str | os.PathLike | None = None) -> Pat
     elif not src.packages:
         if not src.installed():
             raise SourceNotInstalledError(f"source {name!r} is not installed: {src.how_to_get}")
-        print(f"{name}: nothing to fetch ({src.how_to_get if name == 'listops' else 'installed with pip'})")
+        print(f"{name}: nothing to fetch ({src.how_to_get if name.startswith('listops') else 'installed with pip'})")
         return folder
     for package in src.packages:
         fetch_debian_package(package, folder)

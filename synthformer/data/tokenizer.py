@@ -1,10 +1,11 @@
-"""Tokenizers: byte-level BPE (Hugging Face `tokenizers`), characters, and raw bytes.
+"""Tokenizers: byte-level BPE (Hugging Face `tokenizers`), words, characters, and raw bytes.
 
 Every tokenizer numbers its special tokens the same way: ``<pad>`` 0, ``<bos>`` 1, ``<eos>`` 2,
 ``<unk>`` 3, ``<mask>`` 4; ordinary tokens follow. `encode` never adds specials (the encoding
 helpers in `synthformer.data.batching` do), and text that happens to contain "<pad>" etc. is
 encoded as ordinary text, so ``decode(encode(s)) == s`` for any string with ``bpe`` and ``byte``
-(``char``: for strings made of characters seen in training).
+(``char``: for strings made of characters seen in training; ``word``: for strings of words seen
+in training, single-spaced, since it splits on whitespace and joins with one space).
 
 A tokenizer saves to one JSON file, ``tokenizer.json`` inside the given folder (beside the
 checkpoints); `load_tokenizer(folder_or_file)` reads it back.
@@ -135,6 +136,42 @@ class CharTokenizer(Tokenizer):
         return {"chars": self.chars}
 
 
+class WordTokenizer(Tokenizer):
+    """One id per whitespace-separated word seen in training (sorted), after the specials; unseen
+    words -> <unk>. For symbol vocabularies such as ListOps, where LRA gives "[MIN", "]" and each
+    digit one id; decoding joins words with one space."""
+
+    kind = "word"
+
+    def __init__(self, words: Iterable[str]):
+        self.words = sorted(set(words))
+        if any(not w or w.split() != [w] for w in self.words):
+            raise ValueError("WordTokenizer needs non-empty words without whitespace")
+        self._ids = {w: i + len(SPECIALS) for i, w in enumerate(self.words)}
+
+    @classmethod
+    def train(cls, texts: Iterable[str]) -> "WordTokenizer":
+        seen: set[str] = set()
+        for t in texts:
+            seen.update(t.split())
+        return cls(seen)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(SPECIALS) + len(self.words)
+
+    def encode(self, text: str) -> list[int]:
+        return [self._ids.get(w, UNK) for w in text.split()]
+
+    def decode(self, ids: Iterable[int], skip_special: bool = True) -> str:
+        n = len(SPECIALS)
+        words = [self.words[i - n] if i >= n else SPECIALS[i] for i in ids if i >= n or not skip_special]
+        return " ".join(words)
+
+    def _state(self) -> dict:
+        return {"words": self.words}
+
+
 class BPETokenizer(Tokenizer):
     """Byte-level BPE from Hugging Face `tokenizers` (GPT-2 style, no prefix space)."""
 
@@ -182,14 +219,15 @@ class BPETokenizer(Tokenizer):
         return {"hf": json.loads(self.hf.to_str())}
 
 
-TOKENIZERS = {"bpe": BPETokenizer, "char": CharTokenizer, "byte": ByteTokenizer,
+TOKENIZERS = {"bpe": BPETokenizer, "char": CharTokenizer, "word": WordTokenizer, "byte": ByteTokenizer,
               "pixel": ByteTokenizer}  # pixel values 0..255 are bytes (LRA Image)
 
 
 def build_tokenizer(kind: str, texts: Iterable[str] | None = None, *, vocab_size: int = 8000,
                     min_frequency: int = 2) -> Tokenizer:
     """Make a tokenizer: "bpe" (trained on `texts`, `vocab_size` includes specials and the 256
-    bytes), "char" (the characters of `texts`) or "byte" / "pixel" (the same; needs no texts)."""
+    bytes), "char" (the characters of `texts`), "word" (the whitespace-separated words of `texts`;
+    `vocab_size` is ignored) or "byte" / "pixel" (the same; needs no texts)."""
     if kind not in TOKENIZERS:
         raise ValueError(f"unknown tokenizer {kind!r}; valid: {', '.join(TOKENIZERS)}")
     if TOKENIZERS[kind] is ByteTokenizer:
@@ -198,24 +236,63 @@ def build_tokenizer(kind: str, texts: Iterable[str] | None = None, *, vocab_size
         raise ValueError(f"tokenizer {kind!r} needs training texts")
     if kind == "char":
         return CharTokenizer.train(texts)
+    if kind == "word":
+        return WordTokenizer.train(texts)
     return BPETokenizer.train(texts, vocab_size, min_frequency)
 
 
+class TokenizerFileError(DataError):
+    """A tokenizer.json that cannot be read: bad JSON, wrong structure, unknown kind."""
+
+
 def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
-    """Read a tokenizer saved with `Tokenizer.save` (a folder holding tokenizer.json, or the file)."""
+    """Read a tokenizer saved with `Tokenizer.save` (a folder holding tokenizer.json, or the file).
+
+    A file that is not valid JSON or not a saved tokenizer raises `TokenizerFileError` (a
+    `DataError`) in one line naming the file.
+    """
     path = Path(path)
     if path.is_dir():
         path = path / FILENAME
     if not path.exists():
         raise FileNotFoundError(f"tokenizer file not found: {path}")
-    state = json.loads(path.read_text())
-    kind = state.get("kind")
-    if kind == "byte":
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise TokenizerFileError(f"{path} is not valid JSON ({e}); save the tokenizer again or "
+                                 "delete the file") from None
+    if not isinstance(state, dict) or "kind" not in state:
+        raise TokenizerFileError(f"{path} is not a synthformer tokenizer: expected a JSON object "
+                                 f"with a 'kind' key, got {type(state).__name__}")
+    kind = state["kind"]
+    if kind not in TOKENIZERS:
+        raise TokenizerFileError(f"{path} is not a synthformer tokenizer (kind={kind!r}); "
+                                 f"valid kinds: {list(TOKENIZERS)}")
+    try:
+        return _from_state(kind, state)
+    except (KeyError, TypeError, ValueError) as e:
+        detail = f"missing key {e}" if isinstance(e, KeyError) else (str(e).splitlines() or ["?"])[0][:120]
+        raise TokenizerFileError(f"{path} holds a broken {kind!r} tokenizer ({detail}); "
+                                 "save the tokenizer again") from None
+
+
+def _from_state(kind: str, state: dict) -> Tokenizer:
+    if TOKENIZERS[kind] is ByteTokenizer:
         return ByteTokenizer()
     if kind == "char":
-        return CharTokenizer(state["chars"])
-    if kind == "bpe":
-        from tokenizers import Tokenizer as HFTokenizer
+        return CharTokenizer(_strings(state["chars"]))
+    if kind == "word":
+        return WordTokenizer(_strings(state["words"]))
+    from tokenizers import Tokenizer as HFTokenizer
 
-        return BPETokenizer(HFTokenizer.from_str(json.dumps(state["hf"])))
-    raise DataError(f"{path} is not a synthformer tokenizer (kind={kind!r}); valid kinds: {list(TOKENIZERS)}")
+    try:
+        hf = HFTokenizer.from_str(json.dumps(state["hf"]))
+    except Exception as e:  # the Rust binding raises a plain Exception for a malformed model
+        raise ValueError(str(e)) from None
+    return BPETokenizer(hf)
+
+
+def _strings(value) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("expected a list of strings")
+    return value
