@@ -10,6 +10,10 @@ Formats (one example per line unless said otherwise; blank lines are skipped):
 - ``.jsonl``: ``{"text": ...}`` (lm), ``{"src": ..., "tgt": ...}`` (seq2seq),
   ``{"text": ..., "label": ...}`` (classify; label a string or an int).
 
+Text must be UTF-8. A file holding a NUL byte, or more than `MAX_BAD_BYTE_FRACTION` (0.1%) of
+bytes that are not UTF-8, is refused as binary or in another encoding (convert it with `iconv`);
+below that, the few bad bytes (a stray Latin-1 character in a large file) become U+FFFD.
+
 Classification labels become ids by their position in ``meta["labels"]``: the distinct labels
 sorted (numerically when every label is an integer).
 
@@ -31,12 +35,29 @@ _CLASSIFY_HEADERS = {("label", "text"): 0, ("text", "label"): 1, ("source", "tar
 _SEQ2SEQ_HEADERS = {("src", "tgt"), ("source", "target")}
 
 
+MAX_BAD_BYTE_FRACTION = 0.001  # invalid UTF-8 bytes tolerated (replaced by U+FFFD) per byte
+_BAD_BYTE = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of an invalid byte
+
+
+def _decode(path: Path, data: bytes) -> str:
+    """UTF-8 text of a data file; refuses binary files and files in another encoding."""
+    if b"\0" in data:
+        at = data.index(b"\0")
+        raise DataError(f"{path} looks binary (NUL byte at offset {at}); give a UTF-8 text file")
+    text = data.decode("utf-8", errors="surrogateescape")
+    bad = len(_BAD_BYTE.findall(text))
+    if bad > MAX_BAD_BYTE_FRACTION * len(data):
+        raise DataError(f"{path} is not UTF-8 text ({bad} of {len(data)} bytes are not UTF-8); "
+                        f"convert it, e.g. `iconv -f latin1 -t utf-8`")
+    return _BAD_BYTE.sub("\ufffd", text) if bad else text
+
+
 def _read_text(path: Path) -> str:
     if not path.exists():
         raise DataFileNotFoundError(f"data file not found: {path}")
     if path.is_dir():
         raise DataError(f"{path} is a folder; expected a .txt/.tsv/.jsonl file")
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = _decode(path, path.read_bytes())
     if not text.strip():
         raise DataError(f"data file is empty: {path}")
     return text
