@@ -62,6 +62,11 @@ class SynthformerPreTrainedModel(PreTrainedModel):
                              f"kind={config.kind!r}; use {HF_CLASSES[config.kind].__name__} (or the Auto class "
                              "of the task)")
         self.model: SynthformerModel = build_model(config.to_model_config())
+        if getattr(self, "generation_config", None) is not None:  # decoding stops at EOS and pads after it, as synthformer's generate
+            gc = self.generation_config
+            gc.bos_token_id, gc.eos_token_id, gc.pad_token_id = config.bos_id, config.eos_id, config.pad_id
+            if config.kind == "seq2seq":
+                gc.decoder_start_token_id = config.bos_id
         self.post_init()
 
     @torch.no_grad()

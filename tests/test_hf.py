@@ -1,0 +1,323 @@
+"""synthformer.hf: Hugging Face config / model classes / cache adapter / tokenizer / export.
+
+Every check compares real outputs of the Hugging Face classes (loaded back through the Auto classes
+from a saved folder) with synthformer's own modules: logits, greedy and beam ids, tokenizer ids.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import random
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+import synthformer.hf as H  # noqa: E402  (registers the Auto classes)
+from synthformer.data.tokenizer import build_tokenizer, load_tokenizer  # noqa: E402
+from synthformer.model import ModelConfig, build_model, load  # noqa: E402
+from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM,  # noqa: E402
+                          AutoModelForSequenceClassification, AutoTokenizer)
+
+transformers.utils.logging.disable_progress_bar()
+transformers.utils.logging.set_verbosity_error()
+
+AUTO = {"lm": AutoModelForCausalLM, "classifier": AutoModelForSequenceClassification, "mlm": AutoModelForMaskedLM,
+        "seq2seq": AutoModelForSeq2SeqLM}
+SHAPE = dict(embed_dim=32, num_heads=2, num_layers=2, ffn_dim=64, max_seq_len=32, vocab_size=40, dropout=0.0)
+ATOL = 1e-5
+NO_TOKEN = SHAPE["vocab_size"]  # an id outside the vocabulary: decoding never meets it
+
+
+def tiny(kind: str, attention, **over):
+    return build_model(ModelConfig(kind=kind, attention=attention, **(SHAPE | over))).eval()
+
+
+def roundtrip(model, tmp_path):
+    """to_hf, save_pretrained, load back through the Auto class of the model's kind."""
+    hf = H.to_hf(model)
+    hf.save_pretrained(tmp_path / "hf")
+    loaded = AUTO[model.config.kind].from_pretrained(tmp_path / "hf")
+    assert type(loaded) is H.HF_CLASSES[model.config.kind]
+    return loaded.eval()
+
+
+def padded_batch(b=3, length=12, vocab=40):
+    ids = torch.randint(5, vocab, (b, length))
+    lengths = torch.tensor([length, length - 4, length - 7])[:b]
+    mask = (torch.arange(length)[None] < lengths[:, None]).long()  # HF: 1 = token
+    return ids.masked_fill(mask == 0, 0), mask
+
+
+def gen_eos(model, prompt, **kw):
+    """An EOS id that synthformer's greedy decoding reaches mid-way: in row 0 only where possible
+    (exercises the stop and the padding of finished rows), else in row 0."""
+    out = model.generate(prompt, max_new_tokens=10, **kw)
+    new = out[:, prompt.shape[1]:] if model.config.kind == "lm" else out
+    row0 = new[0, 2:].tolist()
+    others = set(new[1:].flatten().tolist())
+    return next((t for t in row0 if t not in others), row0[0])
+
+
+# ----------------------------------------------------------------------------- config and registration
+def test_config_holds_every_model_config_field_and_round_trips():
+    model_fields = {f.name for f in dataclasses.fields(ModelConfig)}
+    hf_fields = {f.name for f in dataclasses.fields(H.SynthformerConfig)}
+    assert model_fields <= hf_fields, f"missing in SynthformerConfig: {sorted(model_fields - hf_fields)}"
+    cfg = ModelConfig(kind="seq2seq", attention=["R", "FD"], num_layers=2, decoder_attention="R+V", num_decoder_layers=3,
+                      dense_factors=(8, 32), max_seq_len=256, pad_id=0, bos_id=1, eos_id=2, extra={"tokenizer": "bpe"})
+    hc = H.SynthformerConfig.from_model_config(cfg)
+    assert hc.model_type == "synthformer" and hc.is_encoder_decoder
+    assert (hc.hidden_size, hc.num_attention_heads, hc.max_position_embeddings) == (256, 4, 256)
+    assert (hc.pad_token_id, hc.bos_token_id, hc.eos_token_id, hc.decoder_start_token_id) == (0, 1, 2, 1)
+    assert hc.to_model_config() == cfg
+    again = H.SynthformerConfig.from_dict(hc.to_dict())
+    assert again.to_model_config() == cfg
+    with pytest.raises(ValueError, match="num_heads=3 must divide embed_dim=32"):
+        H.SynthformerConfig(embed_dim=32, num_heads=3)
+
+
+@pytest.mark.parametrize("kind", list(AUTO))
+def test_auto_classes_resolve_the_synthformer_type(kind):
+    cfg = AutoConfig.for_model("synthformer", kind=kind, **SHAPE)
+    assert type(cfg) is H.SynthformerConfig
+    model = AUTO[kind].from_config(cfg)
+    assert type(model) is H.HF_CLASSES[kind] and model.model.config.kind == kind
+
+
+def test_wrong_class_for_the_kind_is_refused():
+    with pytest.raises(ValueError, match="kind='classifier'.*SynthformerForSequenceClassification"):
+        H.SynthformerForCausalLM(H.SynthformerConfig(kind="classifier", **SHAPE))
+
+
+# ----------------------------------------------------------------------------- causal LM
+LM_VARIANTS = ["V", "R", "D", "FR", "FD", "R+V", "Fix", "dynamicconv", "lightconv"]
+
+
+@pytest.mark.parametrize("attention", LM_VARIANTS)
+def test_lm_logits_and_cached_generation_equal_synthformer(attention, tmp_path):
+    model = tiny("lm", attention)
+    hf = roundtrip(model, tmp_path)
+    assert hf.model.head.weight is hf.model.embed.tok.weight  # tied again after loading
+    ids, mask = padded_batch()
+    with torch.no_grad():
+        torch.testing.assert_close(hf(ids).logits, model(ids), atol=ATOL, rtol=0)
+        torch.testing.assert_close(hf(ids, attention_mask=mask).logits, model(ids, mask == 0), atol=ATOL, rtol=0)
+    prompt = ids[:, :4]
+    eos = gen_eos(model, prompt)
+    model.config.eos_id = eos
+    hf.generation_config.eos_token_id = eos
+    want = model.generate(prompt, max_new_tokens=10)
+    got = hf.generate(prompt, max_new_tokens=10, do_sample=False, use_cache=True)
+    assert eos in want[0, 4:].tolist()  # decoding stopped at EOS (and padded rows that finished first)
+    assert torch.equal(got, want)
+    # beam search, every hypothesis running to the budget (an EOS id no token has: the two beam searches
+    # treat hypotheses that end early differently, see synthformer/hf/modeling.py)
+    model.config.eos_id = hf.generation_config.eos_token_id = NO_TOKEN
+    want = model.generate(prompt, max_new_tokens=8, strategy="beam", num_beams=3)
+    got = hf.generate(prompt, max_new_tokens=8, num_beams=3, do_sample=False, use_cache=True)
+    assert torch.equal(got, want)
+
+
+def test_generate_uses_the_synthformer_cache_and_stepping_equals_full_forward(tmp_path):
+    model = tiny("lm", "R+V")
+    hf = roundtrip(model, tmp_path)
+    prompt = torch.randint(5, 40, (2, 5))
+    out = hf.generate(prompt, max_new_tokens=6, do_sample=False, return_dict_in_generate=True)
+    cache = out.past_key_values
+    assert isinstance(cache, H.SynthformerCache) and cache.get_seq_length() == out.sequences.shape[1] - 1
+    assert cache.layers[0].state["self"].keys  # R+V caches the V keys beside the values
+    # manual stepping through the cache equals the full causal forward
+    seq = out.sequences
+    with torch.no_grad():
+        full = hf(seq).logits
+        step_cache, steps = None, []
+        r = hf(seq[:, :3], use_cache=True)
+        step_cache, steps = r.past_key_values, [r.logits]
+        for t in range(3, seq.shape[1]):
+            r = hf(seq[:, t:t + 1], past_key_values=step_cache)
+            steps.append(r.logits)
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=ATOL, rtol=0)
+
+
+def test_lm_loss_is_shifted_cross_entropy_and_trains():
+    hf = H.to_hf(tiny("lm", "R+V")).train()
+    ids = torch.randint(5, 40, (2, 10))
+    out = hf(ids, labels=ids)
+    ref = torch.nn.functional.cross_entropy(out.logits[:, :-1].reshape(-1, 40), ids[:, 1:].reshape(-1))
+    torch.testing.assert_close(out.loss, ref)
+    out.loss.backward()
+    assert hf.model.embed.tok.weight.grad is not None and hf.model.decoder.layers[0].mixer.mix_logits.grad is not None
+
+
+def test_to_hf_and_from_hf_round_trip_weights_and_mode():
+    model = tiny("lm", "FD").train()
+    hf = H.to_hf(model)
+    assert hf.training
+    hf.model.embed.pos.weight.data.add_(1.0)  # a copy: the original is untouched
+    back = H.from_hf(hf)
+    assert back.training and type(back) is type(model)
+    assert torch.equal(back.embed.pos.weight, hf.model.embed.pos.weight)
+    assert not torch.equal(back.embed.pos.weight, model.embed.pos.weight)
+    with pytest.raises(TypeError, match="synthformer.hf model"):
+        H.from_hf(torch.nn.Linear(2, 2))
+
+
+# ----------------------------------------------------------------------------- encoder kinds
+@pytest.mark.parametrize("attention,pooling", [("V", "mean"), ("R", "mean"), ("D", "cls"), ("FR", "mean"),
+                                               ("FD", "mean"), ("R+V", "mean"), ("Fix", "mean"),
+                                               ("linformer", "mean"), ("dynamicconv", "mean")])
+def test_classifier_logits_equal(attention, pooling, tmp_path):
+    model = tiny("classifier", attention, num_classes=3, pooling=pooling)
+    hf = roundtrip(model, tmp_path)
+    assert hf.config.num_labels == 3
+    ids, mask = padded_batch()
+    with torch.no_grad():
+        torch.testing.assert_close(hf(ids, attention_mask=mask).logits, model(ids, mask == 0), atol=ATOL, rtol=0)
+        torch.testing.assert_close(hf(ids).logits, model(ids), atol=ATOL, rtol=0)
+    labels = torch.tensor([0, 2, 1])
+    ref = torch.nn.functional.cross_entropy(model(ids, mask == 0), labels)
+    torch.testing.assert_close(hf(ids, attention_mask=mask, labels=labels).loss, ref, atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("attention", ["V", "R+V", "FD", "Fix"])
+def test_masked_lm_logits_equal(attention, tmp_path):
+    model = tiny("mlm", attention)
+    hf = roundtrip(model, tmp_path)
+    ids, mask = padded_batch()
+    with torch.no_grad():
+        torch.testing.assert_close(hf(ids, attention_mask=mask).logits, model(ids, mask == 0), atol=ATOL, rtol=0)
+
+
+# ----------------------------------------------------------------------------- seq2seq
+@pytest.mark.parametrize("attention", ["V", "R", "R+V", "FD", "dynamicconv"])
+def test_seq2seq_logits_and_cached_generation_equal(attention, tmp_path):
+    model = tiny("seq2seq", attention)
+    hf = roundtrip(model, tmp_path)
+    src, src_mask = padded_batch()
+    tgt = torch.randint(5, 40, (3, 7))
+    tgt[:, 0] = model.config.bos_id
+    with torch.no_grad():
+        want = model(src, tgt, src_mask == 0)
+        torch.testing.assert_close(hf(input_ids=src, attention_mask=src_mask, decoder_input_ids=tgt).logits,
+                                   want, atol=ATOL, rtol=0)
+    eos = gen_eos(model, src, src_padding_mask=src_mask == 0)
+    model.config.eos_id = hf.generation_config.eos_token_id = eos
+    want = model.generate(src, src_mask == 0, max_new_tokens=10)
+    got = hf.generate(src, attention_mask=src_mask, max_new_tokens=10, do_sample=False)
+    assert got[:, 0].eq(model.config.bos_id).all() and torch.equal(got[:, 1:], want)
+    model.config.eos_id = hf.generation_config.eos_token_id = NO_TOKEN
+    want = model.generate(src, src_mask == 0, max_new_tokens=8, strategy="beam", num_beams=3)
+    got = hf.generate(src, attention_mask=src_mask, max_new_tokens=8, num_beams=3, do_sample=False)
+    assert torch.equal(got[:, 1:], want)
+
+
+# ----------------------------------------------------------------------------- tokenizer and export
+TEXTS = ["the cat sat on the mat <pad>", "der Hund läuft schnell 日本", "a dog ran to the old house"] * 30
+
+
+@pytest.mark.parametrize("kind", ["bpe", "char", "byte"])
+def test_tokenizer_loads_with_auto_tokenizer_and_matches(kind, tmp_path):
+    tok = build_tokenizer(kind, TEXTS, vocab_size=300)
+    H.to_hf_tokenizer(tok, 64).save_pretrained(tmp_path)
+    auto = AutoTokenizer.from_pretrained(tmp_path)
+    assert (auto.pad_token_id, auto.bos_token_id, auto.eos_token_id, auto.unk_token_id, auto.mask_token_id) == \
+        (0, 1, 2, 3, 4)
+    assert auto.model_max_length == 64 and len(auto) == tok.vocab_size
+    for text in ["the cat <pad> sat<eos>", "läuft 日本 and ~{Zq", ""]:
+        ids = tok.encode(text)
+        assert auto(text)["input_ids"] == ids, (kind, text)
+        assert auto.decode(ids + [2, 0], skip_special_tokens=True) == tok.decode(ids)
+
+
+def make_run(kind: str, attention, folder, tokenizer="char"):
+    """A run folder as training writes it: RUN/model (weights + config) and RUN/tokenizer.json."""
+    tok = build_tokenizer(tokenizer, TEXTS, vocab_size=300)
+    model = tiny(kind, attention, vocab_size=tok.vocab_size)
+    model.save(folder / "model")
+    tok.save(folder)
+    return model, tok
+
+
+@pytest.mark.parametrize("kind,attention", [("classifier", "R"), ("mlm", "FR"), ("seq2seq", "R+V")])
+def test_export_every_kind_loads_with_its_auto_class(kind, attention, tmp_path):
+    model, tok = make_run(kind, attention, tmp_path / "run")
+    out = H.export_hf(tmp_path / "run", tmp_path / "out")
+    assert json.loads((out / "config.json").read_text())["model_type"] == "synthformer"
+    hf = AUTO[kind].from_pretrained(out).eval()
+    auto_tok = AutoTokenizer.from_pretrained(out)
+    batch = auto_tok(["the cat sat", "a dog ran to the house"], padding=True, return_tensors="pt")
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    assert ids[0].tolist()[:len(tok.encode("the cat sat"))] == tok.encode("the cat sat")
+    with torch.no_grad():
+        if kind == "seq2seq":
+            tgt = torch.ones(2, 1, dtype=torch.long)
+            got = hf(input_ids=ids, attention_mask=mask, decoder_input_ids=tgt).logits
+            want = model(ids, tgt, mask == 0)
+        else:
+            got, want = hf(**batch).logits, model(ids, mask == 0)
+    torch.testing.assert_close(got, want, atol=ATOL, rtol=0)
+
+
+WORDS = "the cat sat on a mat and dog ran to house with red blue green big small old new".split()
+
+
+@pytest.fixture(scope="module")
+def trained_lm_run(tmp_path_factory):
+    """A real two-step LM run through synthformer's training loop (BPE tokenizer, R+V)."""
+    from synthformer.train import TrainConfig, train
+
+    root = tmp_path_factory.mktemp("hf_run")
+    rng = random.Random(0)
+    data = root / "lm.txt"
+    data.write_text("\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 30))) for _ in range(200)))
+    cfg = TrainConfig(task="lm", data=str(data), steps=2, batch_size=4, seq_len=24, vocab_size=300, log_every=1,
+                      eval_every=0, eval_batches=1, final_eval_batches=1, warmup_steps=1, threads=1,
+                      progress=False, out=str(root / "run"))
+    train(cfg, {"attention": "R+V", "dropout": 0.0, "max_seq_len": 32}, log=lambda *a, **k: None)
+    return root / "run"
+
+
+def test_export_trained_run_equal_logits_and_cached_greedy(trained_lm_run, tmp_path):
+    out = H.export_hf(trained_lm_run, tmp_path / "out")
+    model = load(trained_lm_run / "model").eval()
+    hf = AutoModelForCausalLM.from_pretrained(out).eval()
+    tok = AutoTokenizer.from_pretrained(out)
+    run_tok = load_tokenizer(trained_lm_run)
+    text = "the cat sat on a mat and"
+    ids = tok(text, return_tensors="pt")["input_ids"]
+    assert ids[0].tolist() == run_tok.encode(text)
+    with torch.no_grad():
+        torch.testing.assert_close(hf(ids).logits, model(ids), atol=ATOL, rtol=0)
+    want = model.generate(ids, max_new_tokens=8)
+    got = hf.generate(ids, max_new_tokens=8, do_sample=False)
+    assert torch.equal(got, want)
+    assert tok.decode(got[0], skip_special_tokens=True) == run_tok.decode(want[0].tolist())
+
+
+def test_export_from_a_checkpoint_folder_and_the_cli_pair(trained_lm_run, tmp_path):
+    ckpt = sorted((trained_lm_run / "checkpoints").glob("step-*"))[-1]
+    out = H.export_hf(ckpt, tmp_path / "from_ckpt")  # tokenizer found two levels up
+    assert (out / "tokenizer.json").is_file()
+    parser = argparse.ArgumentParser()
+    H.add_parser(parser.add_subparsers(dest="format"))
+    args = parser.parse_args(["hf", "--run", str(trained_lm_run), "--out", str(tmp_path / "cli")])
+    assert args.func(args) == 0
+    a = AutoModelForCausalLM.from_pretrained(out).eval()
+    b = AutoModelForCausalLM.from_pretrained(tmp_path / "cli").eval()
+    ids = torch.randint(5, 300, (1, 6))
+    with torch.no_grad():
+        torch.testing.assert_close(a(ids).logits, b(ids).logits, atol=ATOL, rtol=0)  # final == last checkpoint
+
+
+def test_export_refusals(tmp_path):
+    with pytest.raises(H.ExportError, match="no model to export"):
+        H.export_hf(tmp_path, tmp_path / "out")
+    make_run("lm", "R", tmp_path / "run")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    with pytest.raises(H.ExportError, match="not a synthformer export"):
+        H.export_hf(tmp_path / "run", other)
