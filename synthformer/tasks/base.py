@@ -2,10 +2,13 @@
 
 A task holds no loop code (that lives in `synthformer.train`): it says which model kind it trains,
 how to turn `DataSplits` into encoded examples and resumable batchers, the loss of one batch, and
-the metrics of a validation pass.
+the metrics of a validation pass. The validation pass itself is `Task.evaluate`, the same loop for
+every task; a task changes what it adds up per batch (`eval_batch`) and the metrics it reports
+(`eval_metrics`).
 """
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, Iterable
 
@@ -49,18 +52,29 @@ class Task:
     @torch.no_grad()
     def evaluate(self, model, batches: Iterable[Batch], tokenizer, *, max_batches: int = 0,
                  **options) -> dict:
-        """Metrics over (at most `max_batches` of) `batches`; default: mean loss per prediction."""
-        total, count = 0.0, 0
+        """Metrics over (at most `max_batches` of) `batches`: the one evaluation loop of every task.
+
+        Each batch goes to `eval_batch`, which adds to a running total; `eval_metrics` turns the
+        totals into metrics. `options` (e.g. seq2seq's ``decode``) reach both hooks."""
+        totals = {"loss_sum": 0.0, "count": 0}  # the hooks may add their own keys
         generator = torch.Generator().manual_seed(1234)  # fixed: evaluations are comparable
-        for i, batch in enumerate(batches):
-            if max_batches and i >= max_batches:
-                break
-            batch = to_device(batch, device_of(model))
-            loss, n = self.loss(model, batch, generator)
-            total, count = total + loss.item() * n, count + n
-        if count == 0:
+        device = device_of(model)
+        for batch in itertools.islice(batches, max_batches or None):  # no batch read beyond max_batches
+            self.eval_batch(model, to_device(batch, device), tokenizer, totals, generator, **options)
+        if totals["count"] == 0:
             raise ValueError("evaluation saw no batches; the validation split is empty or too small")
-        return {"loss": total / count, "count": count}
+        return self.eval_metrics(totals, **options)
+
+    def eval_batch(self, model, batch: Batch, tokenizer, totals: dict, generator: torch.Generator,
+                   **options) -> None:
+        """Add one batch to `totals`; default: the loss summed over its predictions, and their count."""
+        loss, n = self.loss(model, batch, generator)
+        totals["loss_sum"] += loss.item() * n
+        totals["count"] += n
+
+    def eval_metrics(self, totals: dict, **options) -> dict:
+        """Metrics of an evaluation from its totals; default: mean loss per prediction and the count."""
+        return {"loss": totals["loss_sum"] / totals["count"], "count": totals["count"]}
 
 
 def to_device(batch: Batch, device) -> Batch:

@@ -1,21 +1,34 @@
 """Sequence classification with an encoder: cross-entropy over labels; metric accuracy."""
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 
 from ..data import SequenceBatches, encode_labelled
-from .base import Task, device_of, to_device
+from ..errors import ConfigError
+from .base import Task
+
+POOLINGS = ("mean", "cls")  # ModelConfig.pooling values
 
 
 class ClassifyTask(Task):
-    """Encoder + pooled classification head (ModelConfig.pooling); labels from ``meta["labels"]``."""
+    """Encoder + pooled classification head; labels from ``meta["labels"]``.
+
+    ``pooling`` must be the model's ``ModelConfig.pooling``: with ``"cls"`` the head reads the first
+    position, so every example is encoded with a leading <bos> that serves as the CLS token (BERT's
+    [CLS]); with ``"mean"`` examples are encoded as they are. The loss refuses a model whose pooling
+    differs from the task's, so a CLS head can never silently pool the first word.
+    """
 
     name = "classify"
     model_kind = "classifier"
     data_task = "classify"
     main_metric = "accuracy"
     higher_is_better = True
+
+    def __init__(self, pooling: str = "mean"):
+        if pooling not in POOLINGS:
+            raise ConfigError(f"classify: pooling={pooling!r} must be one of {', '.join(POOLINGS)}")
+        self.pooling = pooling
 
     def model_fields(self, tokenizer, splits):
         labels = splits.meta.get("labels")
@@ -24,32 +37,46 @@ class ClassifyTask(Task):
         return {**super().model_fields(tokenizer, splits), "num_classes": max(2, len(labels))}
 
     def encode(self, examples, tokenizer, seq_len, strict=False):
-        return encode_labelled(examples, tokenizer, max_len=seq_len, strict=strict)
+        # the CLS token counts towards seq_len: texts keep seq_len - 1 tokens under "cls" pooling
+        return encode_labelled(examples, tokenizer, max_len=seq_len, strict=strict, add_bos=self.pooling == "cls")
 
     def batches(self, encoded, tokenizer, seq_len, batch_size, *, max_tokens=None, shuffle=True,
                 seed=0, rank=0, world_size=1):
         return SequenceBatches(encoded, tokenizer.pad_id, batch_size=batch_size, max_tokens=max_tokens,
                                bucket=True, shuffle=shuffle, seed=seed, rank=rank, world_size=world_size)
 
+    def logits(self, model, batch):
+        """(B, C) class logits; refuses a model that pools differently from how the task encoded."""
+        pooling = getattr(model, "module", model).config.pooling
+        if pooling != self.pooling:
+            raise ConfigError(f"the classifier has pooling={pooling!r} but the classify task encoded its examples "
+                              f"for pooling={self.pooling!r}; build the task with pooling={pooling!r} "
+                              f"(build_task('classify', pooling={pooling!r}))")
+        return model(batch["tokens"], key_padding_mask=batch["padding_mask"])  # (B, C)
+
     def loss(self, model, batch, generator=None):
-        logits = model(batch["tokens"], key_padding_mask=batch["padding_mask"])  # (B, C)
+        logits = self.logits(model, batch)  # (B, C)
         return F.cross_entropy(logits.float(), batch["labels"]), int(batch["labels"].numel())
 
     def num_tokens(self, batch):
         return int((~batch["padding_mask"]).sum())
 
-    @torch.no_grad()
-    def evaluate(self, model, batches, tokenizer, *, max_batches=0, **options):
-        total, correct, count = 0.0, 0, 0
-        for i, batch in enumerate(batches):
-            if max_batches and i >= max_batches:
-                break
-            batch = to_device(batch, device_of(model))
-            logits = model(batch["tokens"], key_padding_mask=batch["padding_mask"])  # (B, C)
-            labels = batch["labels"]
-            total += F.cross_entropy(logits.float(), labels, reduction="sum").item()
-            correct += int((logits.argmax(-1) == labels).sum())
-            count += labels.numel()
-        if count == 0:
-            raise ValueError("evaluation saw no batches; the validation split is empty")
-        return {"loss": total / count, "accuracy": 100.0 * correct / count, "examples": count}
+    def eval_batch(self, model, batch, tokenizer, totals, generator, **options):
+        logits = self.logits(model, batch)  # (B, C)
+        labels = batch["labels"]  # (B,)
+        totals["loss_sum"] += F.cross_entropy(logits.float(), labels, reduction="sum").item()
+        totals["correct"] = totals.get("correct", 0) + int((logits.argmax(-1) == labels).sum())
+        totals["count"] += labels.numel()
+
+    def eval_metrics(self, totals, **options):
+        count = totals["count"]
+        return {"loss": totals["loss_sum"] / count, "accuracy": 100.0 * totals["correct"] / count,
+                "examples": count}
+
+
+def classifier_input(text, tokenizer, max_len: int, pooling: str) -> list[int]:
+    """Token ids a classifier with `pooling` reads for one text, as the classify task encodes them
+    (for ``synthformer generate`` on a classify run)."""
+    ids = tokenizer.encode(text) or [tokenizer.unk_id]
+    ids = ([tokenizer.bos_id] + ids) if pooling == "cls" else ids
+    return ids[:max_len]

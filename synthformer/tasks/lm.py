@@ -1,7 +1,6 @@
 """Causal language modelling: predict every next token; metric perplexity."""
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 
 from ..data import LMBatches, encode_lm
@@ -38,10 +37,9 @@ class LMTask(Task):
     def num_tokens(self, batch):
         return batch["tokens"].shape[0] * (batch["tokens"].shape[1] - 1)
 
-    @torch.no_grad()
-    def evaluate(self, model, batches, tokenizer, *, max_batches=0, **options):
-        out = super().evaluate(model, batches, tokenizer, max_batches=max_batches)
-        return {"loss": out["loss"], "ppl": perplexity(out["loss"]), "eval_tokens": out["count"]}
+    def eval_metrics(self, totals, **options):
+        loss = totals["loss_sum"] / totals["count"]
+        return {"loss": loss, "ppl": perplexity(loss), "eval_tokens": totals["count"]}
 
 
 def model_pad_id(model) -> int:

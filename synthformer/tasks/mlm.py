@@ -10,7 +10,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .base import Task, perplexity
+from ..data.tokenizer import MASK, SPECIALS
+from ..errors import ConfigError
+from .base import perplexity
 from .lm import LMTask
 
 IGNORE = -100  # cross-entropy target of positions not selected for prediction
@@ -23,13 +25,19 @@ class MLMTask(LMTask):
     name = "mlm"
     model_kind = "mlm"
 
-    def __init__(self, mask_prob: float = 0.15, num_specials: int = 5, mask_id: int = 4):
+    def __init__(self, mask_prob: float = 0.15, num_specials: int = len(SPECIALS), mask_id: int = MASK):
         if not 0.0 < mask_prob < 1.0:
-            raise ValueError(f"mask_prob must be in (0, 1), got {mask_prob}")
+            raise ConfigError(f"mask_prob must be in (0, 1), got {mask_prob}")
         self.mask_prob, self.num_specials, self.mask_id = mask_prob, num_specials, mask_id
 
     def model_fields(self, tokenizer, splits):
-        self.num_specials, self.mask_id = len(tokenizer.specials), tokenizer.mask_id
+        """As every task's; reads the task and the tokenizer only, and refuses a tokenizer whose
+        special tokens differ from the ones this task masks with (every synthformer tokenizer agrees)."""
+        theirs = (len(tokenizer.specials), tokenizer.mask_id)
+        if theirs != (self.num_specials, self.mask_id):
+            raise ConfigError(f"mlm: the tokenizer has {theirs[0]} special tokens and <mask> id {theirs[1]}, "
+                              f"the task masks with num_specials={self.num_specials}, mask_id={self.mask_id}; "
+                              f"build the task with num_specials={theirs[0]}, mask_id={theirs[1]}")
         return super().model_fields(tokenizer, splits)
 
     def mask(self, tokens: torch.Tensor, vocab_size: int, generator: torch.Generator | None):
@@ -59,7 +67,6 @@ class MLMTask(LMTask):
                                ignore_index=IGNORE)
         return loss, int((targets != IGNORE).sum())
 
-    @torch.no_grad()
-    def evaluate(self, model, batches, tokenizer, *, max_batches=0, **options):
-        out = Task.evaluate(self, model, batches, tokenizer, max_batches=max_batches)  # mean loss and count
-        return {"loss": out["loss"], "ppl": perplexity(out["loss"]), "masked_tokens": out["count"]}
+    def eval_metrics(self, totals, **options):
+        loss = totals["loss_sum"] / totals["count"]
+        return {"loss": loss, "ppl": perplexity(loss), "masked_tokens": totals["count"]}

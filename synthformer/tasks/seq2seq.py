@@ -2,11 +2,10 @@
 evaluation decodes (greedy or beam) and scores BLEU and chrF (sacrebleu) and ROUGE-L (rouge-score)."""
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 
 from ..data import SequenceBatches, encode_pairs
-from .base import Task, device_of, perplexity, to_device
+from .base import Task, perplexity
 from .lm import model_pad_id
 
 
@@ -41,27 +40,24 @@ class Seq2SeqTask(Task):
     def num_tokens(self, batch):
         return int((~batch["src_padding_mask"]).sum() + (~batch["tgt_padding_mask"]).sum())
 
-    @torch.no_grad()
-    def evaluate(self, model, batches, tokenizer, *, max_batches=0, decode_examples: int = 100,
-                 decode: str = "greedy", num_beams: int = 4, max_new_tokens: int | None = None, **options):
-        """Teacher-forced loss/perplexity over the batches, then BLEU / chrF / ROUGE-L of the first
-        `decode_examples` decoded examples (0: skip decoding)."""
-        total, count, hyps, refs = 0.0, 0, [], []
-        for i, batch in enumerate(batches):
-            if max_batches and i >= max_batches:
-                break
-            batch = to_device(batch, device_of(model))
-            loss, n = self.loss(model, batch)
-            total, count = total + loss.item() * n, count + n
-            if len(hyps) < decode_examples:
-                h, r = self.decode_batch(model, batch, tokenizer, decode=decode, num_beams=num_beams,
-                                         max_new_tokens=max_new_tokens)
-                hyps, refs = hyps + h, refs + r
-        if count == 0:
-            raise ValueError("evaluation saw no batches; the validation split is empty")
-        out = {"loss": total / count, "ppl": perplexity(total / count), "eval_tokens": count}
+    def eval_batch(self, model, batch, tokenizer, totals, generator, *, decode_examples=100, decode="greedy",
+                   num_beams=4, max_new_tokens=None, **options):
+        """Teacher-forced loss of the batch; also decodes it (greedy or beam) while fewer than
+        `decode_examples` examples are decoded (0: never), for BLEU / chrF / ROUGE-L."""
+        super().eval_batch(model, batch, tokenizer, totals, generator)
+        hyps, refs = totals.setdefault("hyps", []), totals.setdefault("refs", [])
+        if len(hyps) < decode_examples:
+            h, r = self.decode_batch(model, batch, tokenizer, decode=decode, num_beams=num_beams,
+                                     max_new_tokens=max_new_tokens)
+            hyps.extend(h)
+            refs.extend(r)
+
+    def eval_metrics(self, totals, *, decode_examples=100, **options):
+        loss, count = totals["loss_sum"] / totals["count"], totals["count"]
+        out = {"loss": loss, "ppl": perplexity(loss), "eval_tokens": count}
+        hyps, refs = totals.get("hyps", [])[:decode_examples], totals.get("refs", [])[:decode_examples]
         if hyps:
-            out.update(text_metrics(hyps[:decode_examples], refs[:decode_examples]))
+            out.update(text_metrics(hyps, refs))
             out["examples"] = [{"hyp": h, "ref": r} for h, r in zip(hyps[:3], refs[:3])]
         return out
 

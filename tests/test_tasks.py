@@ -1,0 +1,152 @@
+"""Tasks: one shared evaluation loop, per-task hooks; MLM's model_fields is pure; CLS pooling reads a CLS token."""
+from types import SimpleNamespace
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from synthformer import ModelConfig, build_model
+from synthformer.data import ByteTokenizer
+from synthformer.errors import ConfigError
+from synthformer.tasks import TASKS, ClassifyTask, LMTask, MLMTask, Seq2SeqTask, Task, build_task
+from synthformer.tasks.classify import classifier_input
+
+TOK = ByteTokenizer()
+L = 12
+
+
+def _model(kind, **kw):
+    torch.manual_seed(0)
+    cfg = ModelConfig.preset("tiny", kind=kind, vocab_size=TOK.vocab_size, max_seq_len=16, embed_dim=16,
+                             num_heads=2, ffn_dim=32, dropout=0.0, **kw)
+    return build_model(cfg).eval()
+
+
+def _tokens(b, n, seed):
+    return torch.randint(5, TOK.vocab_size, (b, n), generator=torch.Generator().manual_seed(seed))
+
+
+def _lm_batches(n=3):
+    return [{"tokens": _tokens(2, L + 1, i)} for i in range(n)]
+
+
+def _cls_batches(n=3):
+    return [{"tokens": _tokens(4, L, i), "padding_mask": torch.zeros(4, L, dtype=torch.bool),
+             "labels": torch.tensor([0, 1, 2, 1])} for i in range(n)]
+
+
+def _s2s_batches(n=2):
+    out = []
+    for i in range(n):
+        tgt = torch.cat([torch.full((2, 1), TOK.bos_id), _tokens(2, 6, 10 + i), torch.full((2, 1), TOK.eos_id)], 1)
+        out.append({"src": _tokens(2, 8, i), "src_padding_mask": torch.zeros(2, 8, dtype=torch.bool),
+                    "tgt": tgt, "tgt_padding_mask": torch.zeros_like(tgt, dtype=torch.bool)})
+    return out
+
+
+# ----------------------------------------------------------------------------- the one evaluation loop
+def test_no_task_writes_its_own_evaluation_loop():
+    for name, cls in TASKS.items():
+        assert "evaluate" not in vars(cls), f"{name} overrides Task.evaluate; give it eval_batch/eval_metrics hooks"
+
+
+@pytest.mark.parametrize("task,kind,batches,keys", [
+    (LMTask(), "lm", _lm_batches, {"loss", "ppl", "eval_tokens"}),
+    (MLMTask(), "mlm", _lm_batches, {"loss", "ppl", "masked_tokens"}),
+    (ClassifyTask(), "classifier", _cls_batches, {"loss", "accuracy", "examples"}),
+    (Seq2SeqTask(), "seq2seq", _s2s_batches, {"loss", "ppl", "eval_tokens"}),
+])
+def test_evaluate_stops_at_max_batches_and_is_repeatable(task, kind, batches, keys):
+    model = _model(kind, **({"num_classes": 3} if kind == "classifier" else {}))
+    seen = []
+
+    def counted():
+        for b in batches():
+            seen.append(b)
+            yield b
+
+    out = task.evaluate(model, counted(), TOK, max_batches=1, decode_examples=0)
+    assert set(out) == keys and len(seen) == 1
+    full = task.evaluate(model, batches(), TOK, decode_examples=0)
+    assert full == task.evaluate(model, batches(), TOK, decode_examples=0)  # fixed masking generator
+    with pytest.raises(ValueError, match="saw no batches"):
+        task.evaluate(model, iter([]), TOK)
+
+
+def test_lm_evaluate_is_the_mean_loss_per_token():
+    model, batches = _model("lm"), _lm_batches()
+    out = LMTask().evaluate(model, batches, TOK)
+    with torch.no_grad():
+        losses = [F.cross_entropy(model(b["tokens"][:, :-1]).flatten(0, 1), b["tokens"][:, 1:].flatten(),
+                                  reduction="sum") for b in batches]
+    assert out["eval_tokens"] == 3 * 2 * L
+    assert out["loss"] == pytest.approx(sum(x.item() for x in losses) / out["eval_tokens"], rel=1e-5)
+
+
+def test_classify_evaluate_counts_correct_labels():
+    model, batches = _model("classifier", num_classes=3), _cls_batches()
+    out = ClassifyTask().evaluate(model, batches, TOK)
+    with torch.no_grad():
+        correct = sum(int((model(b["tokens"]).argmax(-1) == b["labels"]).sum()) for b in batches)
+    assert out["examples"] == 12 and out["accuracy"] == pytest.approx(100.0 * correct / 12)
+
+
+def test_seq2seq_evaluate_decodes_only_up_to_decode_examples():
+    model = _model("seq2seq")
+    none = Seq2SeqTask().evaluate(model, _s2s_batches(), TOK, decode_examples=0)
+    some = Seq2SeqTask().evaluate(model, _s2s_batches(), TOK, decode_examples=3, max_new_tokens=4)
+    assert "bleu" not in none and some["decoded"] == 3 and len(some["examples"]) == 3
+    assert some["loss"] == pytest.approx(none["loss"])
+
+
+# ----------------------------------------------------------------------------- MLM: model_fields is pure
+def test_mlm_model_fields_does_not_mutate_the_task():
+    task = MLMTask()
+    before = dict(vars(task))
+    splits = SimpleNamespace(train=[], valid=[], test=[], meta={})
+    fields = task.model_fields(TOK, splits)
+    assert fields["vocab_size"] == TOK.vocab_size and vars(task) == before
+    other = SimpleNamespace(vocab_size=50, pad_id=0, bos_id=1, eos_id=2, mask_id=7, specials=["x"] * 8)
+    with pytest.raises(ConfigError, match="mask_id=7"):
+        task.model_fields(other, splits)
+    assert vars(task) == before
+
+
+# ----------------------------------------------------------------------------- CLS pooling reads a CLS token
+@pytest.mark.filterwarnings("ignore:.*truncated")
+def test_cls_pooling_encodes_a_leading_cls_token():
+    examples = [("hello world", 1), ("x" * 40, 0)]
+    cls = build_task("classify", pooling="cls").encode(examples, TOK, seq_len=L)
+    mean = build_task("classify").encode(examples, TOK, seq_len=L)
+    assert all(ids[0] == TOK.bos_id and len(ids) <= L for ids, _ in cls)
+    assert cls[0][0] == [TOK.bos_id] + mean[0][0]  # the text itself is unchanged
+    assert mean[0][0][0] != TOK.bos_id
+
+
+def test_cls_pooling_batches_hold_the_cls_token_at_the_pooled_position():
+    task = ClassifyTask(pooling="cls")
+    encoded = task.encode([("ab", 0), ("hello there", 1), ("z", 1), ("abc def", 0)], TOK, seq_len=L)
+    batches = list(task.batches(encoded, TOK, L, batch_size=2, shuffle=False))
+    assert batches and all((b["tokens"][:, 0] == TOK.bos_id).all() for b in batches)  # Classifier pools h[:, 0]
+    assert all((~b["padding_mask"][:, 0]).all() for b in batches)
+
+
+def test_pooling_mismatch_between_task_and_model_is_refused():
+    batch = _cls_batches(1)[0]
+    with pytest.raises(ConfigError, match="pooling='cls'"):
+        ClassifyTask().loss(_model("classifier", pooling="cls", num_classes=3), batch)
+    with pytest.raises(ConfigError, match="pooling"):
+        build_task("classify", pooling="max")
+    loss, n = ClassifyTask(pooling="cls").loss(_model("classifier", pooling="cls", num_classes=3), batch)
+    assert n == 4 and torch.isfinite(loss)
+
+
+def test_classifier_input_matches_the_task_encoding():
+    [(ids, _)] = ClassifyTask(pooling="cls").encode([("hello", 0)], TOK, seq_len=L)
+    assert classifier_input("hello", TOK, L, "cls") == ids
+    assert classifier_input("hello", TOK, L, "mean") == ids[1:]
+    assert classifier_input("", TOK, L, "mean") == [TOK.unk_id]
+
+
+def test_task_base_hooks_are_the_contract():
+    assert {"eval_batch", "eval_metrics", "evaluate"} <= set(vars(Task))
