@@ -9,7 +9,7 @@ import math
 import os
 
 from ..errors import ConfigError
-from ..mixers import check_slot, is_baseline, mixer_state_numel, resolve_mixer
+from ..mixers import check_slot, mixer_state_numel, resolve_mixer
 
 KINDS = ("lm", "classifier", "seq2seq", "mlm")
 
