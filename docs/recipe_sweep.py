@@ -66,6 +66,7 @@ def main() -> None:
     ap.add_argument("--init", default="xavier", choices=["xavier", "mesh"],
                     help="mesh: R bound sqrt(6/(N(H+N))) via random_init_scale = sqrt(2/(H+N))")
     ap.add_argument("--table_wd", type=float, default=0.0)
+    ap.add_argument("--pos_mult", type=float, default=1.0, help="lr multiplier of the position embedding")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--steps", type=int, default=DEFAULTS["steps"])
     ap.add_argument("--width", type=int, default=3)
@@ -83,9 +84,10 @@ def main() -> None:
     seq_len = train_mod.resolve_seq_len(base, model_over)
     data = train_mod.prepare_data(base, seq_len, log=lambda m: None)
     for mult in [float(m) for m in args.mults.split(",")]:
-        train_mod._param_groups = (lambda model, wd, _m=mult: optim.param_groups(model, wd, _m, args.table_wd))
+        train_mod._param_groups = (lambda model, wd, _m=mult: optim.param_groups(model, wd, _m, args.table_wd,
+                                                                                  args.pos_mult))
         for variant in args.variants.split(","):
-            run = Path(args.root) / f"{args.init}-wd{args.table_wd}-m{mult:g}-s{args.seed}-st{args.steps}" / variant
+            run = Path(args.root) / f"{args.init}-wd{args.table_wd}-m{mult:g}-p{args.pos_mult:g}-s{args.seed}-st{args.steps}" / variant
             t0 = time.time()
             if not (run / "done.json").exists():
                 if run.exists():
@@ -95,7 +97,7 @@ def main() -> None:
                 train_mod.train(cfg, {**model_over, "attention": variant}, data=data, label=variant,
                                 log=lambda m: None)
             done = json.loads((run / "done.json").read_text())
-            row = {"variant": variant, "mult": mult, "init": args.init, "table_wd": args.table_wd,
+            row = {"variant": variant, "mult": mult, "pos_mult": args.pos_mult, "init": args.init, "table_wd": args.table_wd,
                    "seed": args.seed, "steps": args.steps, "ppl": done["valid"]["ppl"],
                    "wall_s": round(time.time() - t0, 1)}
             tabs = tables_of(run)

@@ -32,13 +32,17 @@ def _table_owners() -> dict[type, tuple[str, ...]]:
             Embedding: ("pos.weight",)}
 
 
+
 # Parameters of any shape that must never decay: the mixture weights theta (alpha = softmax(theta)).
 NO_DECAY_NAMES = ("mix_logits",)
 
 
-def position_tables(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
-    """(qualified name, parameter) of every trainable position-indexed table in `model`."""
-    owners = _table_owners()
+def position_tables(model: nn.Module, embeddings: bool = True) -> list[tuple[str, nn.Parameter]]:
+    """(qualified name, parameter) of every trainable position-indexed table in `model`: the
+    synthesizers' tables and (with `embeddings`) the absolute position embedding."""
+    from .model.transformer import Embedding
+
+    owners = {c: a for c, a in _table_owners().items() if embeddings or c is not Embedding}
     found, seen = [], set()
     for prefix, module in model.named_modules():
         for cls, attrs in owners.items():
@@ -61,42 +65,51 @@ def _has_param(module: nn.Module, attr: str) -> bool:
 
 
 def param_groups(model: nn.Module, weight_decay: float, table_lr_mult: float = 1.0,
-                 table_weight_decay: float = 0.0) -> list[dict]:
+                 table_weight_decay: float = 0.0, position_lr_mult: float = 1.0) -> list[dict]:
     """AdamW parameter groups of `model`.
 
     * ``decay``: weight matrices (2-D and up) with `weight_decay`;
     * ``no_decay``: biases, norms (1-D) and the mixture weights, no decay;
-    * ``tables``: position-indexed tables (see :func:`position_tables`) with `table_weight_decay`
-      and ``lr_mult = table_lr_mult``, which the training loop multiplies into the scheduled lr.
+    * ``tables``: the synthesizers' position-indexed tables (R, R1/R2, Dense's F2, Factorized
+      Dense's factors) with `table_weight_decay` and ``lr_mult = table_lr_mult``;
+    * ``positions``: the absolute position embedding, `table_weight_decay`, ``lr_mult = position_lr_mult``
+      (its own multiplier: measured, the tables' multiplier hurts it; docs/recipe.md).
 
-    Every group carries ``name`` and ``lr_mult``; empty groups are left out. Each trainable
-    parameter is in exactly one group (tied weights once).
+    The training loop multiplies each group's ``lr_mult`` into the scheduled lr. Every group
+    carries ``name`` and ``lr_mult``; empty groups are left out. Each trainable parameter is in
+    exactly one group (tied weights once).
     """
-    if table_lr_mult <= 0:
-        raise ValueError(f"table_lr_mult={table_lr_mult} must be > 0")
+    for name, mult in (("table_lr_mult", table_lr_mult), ("position_lr_mult", position_lr_mult)):
+        if not mult > 0:
+            raise ValueError(f"{name}={mult} must be > 0")
     if weight_decay < 0 or table_weight_decay < 0:
         raise ValueError(f"weight decay must be >= 0, got weight_decay={weight_decay}, "
                          f"table_weight_decay={table_weight_decay}")
-    tables = {id(p) for _, p in position_tables(model)}
-    groups = {"decay": [], "no_decay": [], "tables": []}
+    synth = {id(p) for _, p in position_tables(model, embeddings=False)}
+    positions = {id(p) for _, p in position_tables(model)} - synth
+    groups = {"decay": [], "no_decay": [], "tables": [], "positions": []}
     for name, p in model.named_parameters():  # named_parameters() yields a tied weight once
         if not p.requires_grad:
             continue
-        if id(p) in tables:
+        if id(p) in synth:
             groups["tables"].append(p)
+        elif id(p) in positions:
+            groups["positions"].append(p)
         elif p.dim() < 2 or name.rsplit(".", 1)[-1] in NO_DECAY_NAMES:
             groups["no_decay"].append(p)
         else:
             groups["decay"].append(p)
-    settings = {"decay": (weight_decay, 1.0), "no_decay": (0.0, 1.0), "tables": (table_weight_decay, table_lr_mult)}
+    settings = {"decay": (weight_decay, 1.0), "no_decay": (0.0, 1.0), "tables": (table_weight_decay, table_lr_mult),
+                "positions": (table_weight_decay, position_lr_mult)}
     return [{"params": ps, "weight_decay": settings[k][0], "lr_mult": settings[k][1], "name": k}
             for k, ps in groups.items() if ps]
 
 
 def build_optimizer(model: nn.Module, lr: float, weight_decay: float, table_lr_mult: float = 1.0,
-                    table_weight_decay: float = 0.0, betas: tuple[float, float] = (0.9, 0.98)) -> torch.optim.AdamW:
+                    table_weight_decay: float = 0.0, position_lr_mult: float = 1.0,
+                    betas: tuple[float, float] = (0.9, 0.98)) -> torch.optim.AdamW:
     """AdamW over :func:`param_groups`; each group's lr starts at ``lr * lr_mult``."""
-    groups = param_groups(model, weight_decay, table_lr_mult, table_weight_decay)
+    groups = param_groups(model, weight_decay, table_lr_mult, table_weight_decay, position_lr_mult)
     for g in groups:
         g["lr"] = lr * g["lr_mult"]
     return torch.optim.AdamW(groups, lr=lr, betas=betas)

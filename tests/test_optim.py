@@ -33,11 +33,13 @@ def groups_by_name(model, **kw):
 ])
 def test_position_tables_get_the_multiplier_and_no_decay(attention, tables):
     model = lm(attention)
-    g = groups_by_name(model, table_lr_mult=30.0)
-    got = {n.rsplit(".", 1)[-1] for n in names_in(model, g["tables"]) if n != "embed.pos.weight"}
+    g = groups_by_name(model, table_lr_mult=30.0, position_lr_mult=2.0)
+    got = {n.rsplit(".", 1)[-1] for n in names_in(model, g["tables"])} if "tables" in g else set()
     assert got == tables
-    assert "embed.pos.weight" in names_in(model, g["tables"])  # the absolute position table
-    assert g["tables"]["lr_mult"] == 30.0 and g["tables"]["weight_decay"] == 0.0
+    assert names_in(model, g["positions"]) == {"embed.pos.weight"}  # the absolute position table
+    assert g["positions"]["lr_mult"] == 2.0 and g["positions"]["weight_decay"] == 0.0
+    if tables:
+        assert g["tables"]["lr_mult"] == 30.0 and g["tables"]["weight_decay"] == 0.0
     assert g["decay"]["lr_mult"] == g["no_decay"]["lr_mult"] == 1.0
     decay = names_in(model, g["decay"])
     assert all(model.get_parameter(n).dim() >= 2 for n in decay)
@@ -53,8 +55,11 @@ def test_position_tables_get_the_multiplier_and_no_decay(attention, tables):
 def test_table_weight_decay_option_and_bad_values():
     model = lm("R")
     assert groups_by_name(model, table_weight_decay=0.05)["tables"]["weight_decay"] == 0.05
+    assert groups_by_name(model, table_weight_decay=0.05)["positions"]["weight_decay"] == 0.05
     with pytest.raises(ValueError, match="table_lr_mult=0"):
         param_groups(model, 0.1, table_lr_mult=0)
+    with pytest.raises(ValueError, match="position_lr_mult=-1"):
+        param_groups(model, 0.1, position_lr_mult=-1)
     with pytest.raises(ValueError, match="weight decay must be >= 0"):
         param_groups(model, -0.1)
 
@@ -63,7 +68,7 @@ def test_optimizer_lr_follows_the_group_multiplier():
     model = lm("R")
     opt = build_optimizer(model, lr=1e-3, weight_decay=0.01, table_lr_mult=10.0)
     assert {g["name"]: g["lr"] for g in opt.param_groups} == pytest.approx(
-        {"decay": 1e-3, "no_decay": 1e-3, "tables": 1e-2})
+        {"decay": 1e-3, "no_decay": 1e-3, "tables": 1e-2, "positions": 1e-3})
     set_lr(opt, 5e-4)
     assert {g["name"]: g["lr"] for g in opt.param_groups}["tables"] == pytest.approx(5e-3)
     # one Adam step moves R about lr_mult times further than with no multiplier
