@@ -35,6 +35,11 @@ from .registry import SYNTHESIZERS, parse_synthesizers, short_spec
 
 
 
+def _exporting() -> bool:
+    return (torch.jit.is_tracing() or torch.jit.is_scripting() or torch.onnx.is_in_onnx_export()
+            or torch.compiler.is_exporting() or torch.compiler.is_compiling())
+
+
 @dataclass
 class AttentionCache:
     """State for incremental decoding; the layer advances it in place.
@@ -182,7 +187,7 @@ class SyntheticAttention(nn.Module):
         if key_padding_mask is not None:
             kp = ~key_padding_mask[:, None, None, :]  # (B, 1, 1, Lk)
             allowed = kp if allowed is None else allowed & kp
-        if need_weights or not self.fast:
+        if need_weights or not self.fast or _exporting():
             out, weights = self._reference(terms, v, allowed, bias)
         else:
             weights = None
@@ -368,7 +373,7 @@ class SyntheticAttention(nn.Module):
 
     def _shared_weights(self, terms, static, bias, shape_key):
         """softmax of the shared logits (H, Lq, Lk); kept between calls in no-grad eval."""
-        reuse = not self.training and not torch.is_grad_enabled() and shape_key[3]
+        reuse = not self.training and not torch.is_grad_enabled() and shape_key[3] and not _exporting()
         if reuse:
             device = self.v_proj.weight.device.type
             autocast = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
