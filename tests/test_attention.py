@@ -337,3 +337,29 @@ def test_readme_quick_start():
     cache = attn.init_cache(2)
     steps = [attn(x[:, t:t + 1], cache=cache)[0] for t in range(20)]
     torch.testing.assert_close(torch.cat(steps, 1), attn(x)[0], atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("spec", ALL_SPECS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_empty_batch_or_length_gives_empty_output(spec, causal):
+    """Issue 8.8: B = 0 or L = 0 returns empty outputs of the right shape, as nn.MultiheadAttention does."""
+    layer = make(spec, causal)
+    mha = torch.nn.MultiheadAttention(D, H, batch_first=True)
+    for b, length in [(0, 5), (2, 0), (0, 0)]:
+        x = torch.randn(b, length, D, requires_grad=True)
+        kpm = torch.zeros(b, length, dtype=torch.bool)
+        for fast in (True, False):
+            layer.fast = fast
+            out, w = layer(x, key_padding_mask=kpm, need_weights=not fast)
+            assert out.shape == mha(x, x, x)[0].shape == (b, length, D)
+            if not fast:
+                assert w.shape == (b, H, length, length)
+            out.sum().backward()
+    if causal:  # one decoding step of no tokens leaves the cache where it was
+        cache = layer.init_cache(2)
+        out, _ = layer(torch.randn(2, 0, D), cache=cache)
+        assert out.shape == (2, 0, D) and cache.pos == 0
+    else:  # cross-attention over an empty memory: no key to see, zeros before the output projection
+        out, w = layer(torch.randn(2, 3, D), memory=torch.randn(2, 0, D), need_weights=True)
+        torch.testing.assert_close(out, layer.out_proj.bias.expand(2, 3, D))
+        assert w.shape == (2, H, 3, 0)

@@ -174,6 +174,8 @@ class SyntheticAttention(nn.Module):
             raise ValueError("a cache needs causal=True self-attention (or memory for cross-attention)")
         lk = self._check(x, memory, key_padding_mask, offset)
         b, lq, _ = x.shape
+        if b == 0 or lq == 0 or lk == 0:  # empty batch or sequence: empty output, as nn.MultiheadAttention
+            return self._empty(x, lk, need_weights)
         v, keys = self._values_and_keys(x, memory, cache, offset)  # v: (B, H, Lk, d_h)
 
         alpha = self.mixture_weights()  # (H, M)
@@ -197,6 +199,12 @@ class SyntheticAttention(nn.Module):
         if weights is not None:
             weights = weights.expand(b, -1, -1, -1)  # (B, H, Lq, Lk)
         return self.out_proj(out), weights
+
+    def _empty(self, x: Tensor, lk: int, need_weights: bool) -> tuple[Tensor, Tensor | None]:
+        """Output for B = 0, Lq = 0 or Lk = 0: queries with no key output zeros before the projection."""
+        b, lq, d = x.shape
+        out = self.out_proj(x.new_zeros(b, lq, d))  # (B, Lq, d), still connected to the parameters
+        return out, (x.new_zeros(b, self.num_heads, lq, lk) if need_weights else None)
 
     def _values_and_keys(self, x, memory, cache, offset):
         """Project values and per-key features, reading and writing the cache."""
