@@ -13,3 +13,7 @@ class SynthformerError(ValueError):
 
 class ConfigError(SynthformerError):
     """A config field (or a combination of fields) is invalid; the message names the field and the fix."""
+
+
+class InputError(SynthformerError):
+    """Bad arguments or tensors given to a layer, model or decoding call (shape, dtype, length, option)."""

@@ -13,10 +13,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from .errors import InputError
 
 
 def read_rows(paths: list[str]) -> list[dict]:
-    """JSONL rows of ``synthformer bench``; raises ValueError naming the file and line of a bad row."""
+    """JSONL rows of ``synthformer bench``; raises InputError naming the file and line of a bad row."""
     rows = []
     for path in paths:
         with open(path) as f:
@@ -26,13 +27,13 @@ def read_rows(paths: list[str]) -> list[dict]:
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}:{i}: not JSON ({e.msg}); expected rows written by synthformer bench")
+                    raise InputError(f"{path}:{i}: not JSON ({e.msg}); expected rows written by synthformer bench")
                 missing = {"variant", "scope", "mode", "length", "tokens_per_s"} - set(row)
                 if missing:
-                    raise ValueError(f"{path}:{i}: row lacks {sorted(missing)}; expected rows written by synthformer bench")
+                    raise InputError(f"{path}:{i}: row lacks {sorted(missing)}; expected rows written by synthformer bench")
                 rows.append(row)
     if not rows:
-        raise ValueError(f"no rows in {', '.join(paths)}; run `synthformer bench --out FILE` first")
+        raise InputError(f"no rows in {', '.join(paths)}; run `synthformer bench --out FILE` first")
     return rows
 
 
@@ -88,7 +89,7 @@ def find_runs(paths: list[str]) -> tuple[dict[str, Path], str]:
     for p in map(Path, paths):
         found = [p] if (p / "metrics.jsonl").exists() else sorted(q.parent for q in p.glob("*/metrics.jsonl"))
         if not found:
-            raise ValueError(f"{p}: no metrics.jsonl in it or in its sub-folders; give a run or compare folder "
+            raise InputError(f"{p}: no metrics.jsonl in it or in its sub-folders; give a run or compare folder "
                              "(the --out of synthformer train / compare)")
         runs.update({q.name: q for q in found})
     config = next(iter(runs.values())) / "config.json"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .prepare import DataError
+from ..errors import SynthformerError
 from .sources import SOURCES, list_sources, load_source, prepare_source
 
 
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return run(args)
-    except (DataError, FileNotFoundError, ValueError) as e:
+    except SynthformerError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
+from ..errors import InputError
 
 # "auto" uses the band path up to these lengths, unfold above (per mixer, as ``band_max_len``).
 # Measured on a 2-core CPU (fp32, d=256, H=4, K=7, B*L=8192, forward+backward of the convolution,
@@ -56,13 +57,13 @@ class ConvCache:
 def check_sizes(name: str, embed_dim: int, num_heads: int, max_seq_len: int, dropout: float) -> None:
     """Fail fast on bad constructor arguments shared by every mixer."""
     if not isinstance(embed_dim, int) or embed_dim <= 0:
-        raise ValueError(f"{name}: embed_dim must be a positive int, got {embed_dim!r}")
+        raise InputError(f"{name}: embed_dim must be a positive int, got {embed_dim!r}")
     if not isinstance(num_heads, int) or num_heads <= 0 or embed_dim % num_heads:
-        raise ValueError(f"{name}: num_heads={num_heads!r} must be a positive divisor of embed_dim={embed_dim}")
+        raise InputError(f"{name}: num_heads={num_heads!r} must be a positive divisor of embed_dim={embed_dim}")
     if not isinstance(max_seq_len, int) or max_seq_len <= 0:
-        raise ValueError(f"{name}: max_seq_len must be a positive int, got {max_seq_len!r}")
+        raise InputError(f"{name}: max_seq_len must be a positive int, got {max_seq_len!r}")
     if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"{name}: dropout must be in [0, 1), got {dropout!r}")
+        raise InputError(f"{name}: dropout must be in [0, 1), got {dropout!r}")
 
 
 def check_input(name: str, x: Tensor, embed_dim: int, max_seq_len: int, key_padding_mask: Tensor | None,
@@ -70,22 +71,22 @@ def check_input(name: str, x: Tensor, embed_dim: int, max_seq_len: int, key_padd
     """Validate ``x`` (B, L, d) and the mask; ``past`` = tokens already in the cache."""
     if not isinstance(x, Tensor) or x.dim() != 3:
         shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-        raise ValueError(f"{name}: x must be (batch, length, embed_dim), got shape {shape}")
+        raise InputError(f"{name}: x must be (batch, length, embed_dim), got shape {shape}")
     b, length, d = x.shape
     if d != embed_dim:
-        raise ValueError(f"{name}: x has embed_dim {d}, the mixer was built for embed_dim={embed_dim}")
+        raise InputError(f"{name}: x has embed_dim {d}, the mixer was built for embed_dim={embed_dim}")
     if past + length > max_seq_len:
-        raise ValueError(f"{name}: sequence length {past + length} exceeds max_seq_len={max_seq_len}; "
+        raise InputError(f"{name}: sequence length {past + length} exceeds max_seq_len={max_seq_len}; "
                          f"build the mixer with a larger max_seq_len or shorten the input")
     if attn_mask is not None:
-        raise ValueError(f"{name} takes no attn_mask (got shape {tuple(attn_mask.shape)}); causality is set by "
+        raise InputError(f"{name} takes no attn_mask (got shape {tuple(attn_mask.shape)}); causality is set by "
                          f"causal=True at construction, padding by key_padding_mask")
     if key_padding_mask is not None:
         if not isinstance(key_padding_mask, Tensor) or key_padding_mask.dtype != torch.bool:
             dtype = key_padding_mask.dtype if isinstance(key_padding_mask, Tensor) else type(key_padding_mask).__name__
-            raise ValueError(f"{name}: key_padding_mask must be a bool tensor (True = padding), got {dtype}")
+            raise InputError(f"{name}: key_padding_mask must be a bool tensor (True = padding), got {dtype}")
         if tuple(key_padding_mask.shape) != (b, past + length):
-            raise ValueError(f"{name}: key_padding_mask must have shape (batch, length so far) = "
+            raise InputError(f"{name}: key_padding_mask must have shape (batch, length so far) = "
                              f"{(b, past + length)}, got {tuple(key_padding_mask.shape)}")
 
 

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._common import BAND_MAX_LEN, IMPLS, ConvCache, band_matrix, check_input, check_sizes, conv_band, conv_unfold
+from ..errors import InputError
 
 
 class ConvMixer(nn.Module):
@@ -27,9 +28,9 @@ class ConvMixer(nn.Module):
         super().__init__()
         check_sizes(self.name, embed_dim, num_heads, max_seq_len, dropout)
         if not isinstance(kernel_size, int) or kernel_size <= 0:
-            raise ValueError(f"{self.name}: kernel_size must be a positive int, got {kernel_size!r}")
+            raise InputError(f"{self.name}: kernel_size must be a positive int, got {kernel_size!r}")
         if impl not in IMPLS:
-            raise ValueError(f"{self.name}: impl={impl!r} is not one of {IMPLS}")
+            raise InputError(f"{self.name}: impl={impl!r} is not one of {IMPLS}")
         self.embed_dim, self.num_heads, self.max_seq_len = embed_dim, num_heads, max_seq_len
         self.head_dim = embed_dim // num_heads
         self.causal, self.dropout, self.kernel_size = causal, dropout, kernel_size
@@ -57,7 +58,7 @@ class ConvMixer(nn.Module):
     def init_cache(self, batch_size: int) -> ConvCache:
         """Empty decoding cache for ``batch_size`` sequences (causal mixers only)."""
         if not self.causal:
-            raise ValueError(f"{self.name}: init_cache needs a causal mixer (build it with causal=True); "
+            raise InputError(f"{self.name}: init_cache needs a causal mixer (build it with causal=True); "
                              f"a centred kernel reads future tokens and cannot decode incrementally")
         p = self.in_proj.weight
         return ConvCache(torch.zeros(batch_size, self.kernel_size - 1, self.embed_dim, device=p.device, dtype=p.dtype))
@@ -99,10 +100,10 @@ class ConvMixer(nn.Module):
               cache: ConvCache) -> tuple[Tensor, Tensor | None]:
         """Incremental decoding: the new tokens see the cached K-1 inputs and each other, causally."""
         if not self.causal:
-            raise ValueError(f"{self.name}: a cache needs a causal mixer (build it with causal=True)")
+            raise InputError(f"{self.name}: a cache needs a causal mixer (build it with causal=True)")
         b, steps, _ = x.shape
         if cache.batch_size != b:
-            raise ValueError(f"{self.name}: cache holds batch size {cache.batch_size}, x has batch size {b}")
+            raise InputError(f"{self.name}: cache holds batch size {cache.batch_size}, x has batch size {b}")
         h = F.glu(self.in_proj(x), dim=-1)  # (B, Ls, d)
         if key_padding_mask is not None:
             h = h.masked_fill(key_padding_mask[:, -steps:].unsqueeze(-1), 0.0)

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._common import check_input, check_sizes
+from ..errors import InputError
 
 
 class Linformer(nn.Module):
@@ -43,10 +44,10 @@ class Linformer(nn.Module):
         super().__init__()
         check_sizes(self.name, embed_dim, num_heads, max_seq_len, dropout)
         if causal:
-            raise ValueError("linformer cannot be causal (its length projection mixes future positions); "
+            raise InputError("linformer cannot be causal (its length projection mixes future positions); "
                              "use it in encoders only")
         if not isinstance(linformer_k, int) or linformer_k <= 0:
-            raise ValueError(f"linformer: linformer_k must be a positive int, got {linformer_k!r}")
+            raise InputError(f"linformer: linformer_k must be a positive int, got {linformer_k!r}")
         self.embed_dim, self.num_heads, self.max_seq_len = embed_dim, num_heads, max_seq_len
         self.head_dim = embed_dim // num_heads
         self.causal, self.dropout, self.k, self.share_kv = False, dropout, linformer_k, share_kv
@@ -62,7 +63,7 @@ class Linformer(nn.Module):
                 nn.init.xavier_uniform_(p, gain=1 / math.sqrt(2))
 
     def init_cache(self, batch_size: int):
-        raise ValueError("linformer cannot decode incrementally (its length projection mixes future positions); "
+        raise InputError("linformer cannot decode incrementally (its length projection mixes future positions); "
                          "use it in encoders only")
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None, need_weights: bool = False,

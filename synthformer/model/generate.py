@@ -12,6 +12,7 @@ from typing import Callable
 
 import torch
 from torch import Tensor
+from ..errors import InputError
 
 STRATEGIES = ("greedy", "sample", "beam")
 
@@ -43,14 +44,14 @@ def decode(stepper: Stepper, tokens: Tensor, max_new_tokens: int, eos_id: int, p
     Returns (B, L0 + steps).
     """
     if strategy not in STRATEGIES:
-        raise ValueError(f"strategy={strategy!r} must be one of {', '.join(STRATEGIES)}")
+        raise InputError(f"strategy={strategy!r} must be one of {', '.join(STRATEGIES)}")
     if max_new_tokens < 0 or num_beams < 1 or top_k < 0 or not 0.0 < top_p <= 1.0:
-        raise ValueError(f"need max_new_tokens >= 0, num_beams >= 1, top_k >= 0 and 0 < top_p <= 1; got "
+        raise InputError(f"need max_new_tokens >= 0, num_beams >= 1, top_k >= 0 and 0 < top_p <= 1; got "
                          f"{max_new_tokens}, {num_beams}, {top_k}, {top_p}")
     if strategy == "beam":
         return _beam(stepper, tokens, max_new_tokens, eos_id, pad_id, num_beams, length_penalty)
     if temperature <= 0:
-        raise ValueError(f"temperature={temperature} must be > 0")
+        raise InputError(f"temperature={temperature} must be > 0")
     done = torch.zeros(tokens.shape[0], dtype=torch.bool, device=tokens.device)
     n_new = tokens.shape[1]
     for _ in range(max_new_tokens):

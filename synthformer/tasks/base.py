@@ -14,6 +14,7 @@ from typing import Any, Iterable
 
 import torch
 from torch import Tensor
+from ..errors import InputError
 
 Batch = dict  # name -> tensor, as yielded by the batchers of `synthformer.data.batching`
 
@@ -62,7 +63,7 @@ class Task:
         for batch in itertools.islice(batches, max_batches or None):  # no batch read beyond max_batches
             self.eval_batch(model, to_device(batch, device), tokenizer, totals, generator, **options)
         if totals["count"] == 0:
-            raise ValueError("evaluation saw no batches; the validation split is empty or too small")
+            raise InputError("evaluation saw no batches; the validation split is empty or too small")
         return self.eval_metrics(totals, **options)
 
     def eval_batch(self, model, batch: Batch, tokenizer, totals: dict, generator: torch.Generator,
