@@ -58,7 +58,9 @@ def run(args, rest: list[str]) -> int:
     device = next(model.parameters()).device
     torch.manual_seed(args.seed)
     if cfg.kind == "classifier":
-        ids = torch.tensor([tok.encode(args.prompt)[:cfg.max_seq_len] or [tok.unk_id]], device=device)
+        from ..tasks import classifier_input  # encoded as the classify task did (a leading CLS with pooling=cls)
+
+        ids = torch.tensor([classifier_input(args.prompt, tok, cfg.max_seq_len, cfg.pooling)], device=device)
         probs = torch.softmax(model.eval()(ids), dim=-1)[0]  # (C,)
         labels = cfg.extra.get("labels") or [str(i) for i in range(cfg.num_classes)]
         top = probs.argmax().item()

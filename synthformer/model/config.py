@@ -41,7 +41,7 @@ class ModelConfig:
     decoder_attention: AttentionSpec | None = None  # seq2seq decoder self-attention; None = attention
     cross_attention: str = "vanilla"  # seq2seq encoder-decoder attention (the paper keeps it vanilla)
     num_classes: int = 2  # classifier outputs
-    pooling: str = "mean"  # classifier pooling: "mean" over real tokens or "cls" (first token)
+    pooling: str = "mean"  # classifier pooling: "mean" over real tokens or "cls" (the first position: the <bos> the classify task prepends as CLS token)
     tie_embeddings: bool = True  # share input embedding and output projection (lm, mlm, seq2seq)
     pad_id: int = 0  # padding token
     bos_id: int = 1  # begin-of-sequence token (seq2seq decoding starts with it)

@@ -128,7 +128,7 @@ class LanguageModel(SynthformerModel):
 
 
 class Classifier(SynthformerModel):
-    """Encoder + pooling ("mean" over real tokens or "cls" = first token) + linear head -> (B, classes)."""
+    """Encoder + pooling ("mean" over real tokens or "cls" = the first position, the <bos> the classify task prepends) + linear head -> (B, classes)."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__(cfg)
