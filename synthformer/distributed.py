@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .errors import ConfigError
+
 
 def resolve_device(name: str) -> torch.device:
     if name == "auto":
@@ -14,9 +16,9 @@ def resolve_device(name: str) -> torch.device:
     try:
         device = torch.device(name)
     except RuntimeError:
-        raise ValueError(f"device={name!r} is not a torch device; use auto, cpu, cuda, cuda:N or mps") from None
+        raise ConfigError(f"device={name!r} is not a torch device; use auto, cpu, cuda, cuda:N or mps") from None
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={name!r} asked for, but CUDA is not available here; use device=cpu")
+        raise ConfigError(f"device={name!r} asked for, but CUDA is not available here; use device=cpu")
     return device
 
 

@@ -2,6 +2,7 @@
 after a kill, atomic run folders, the schedule, and a 2-process DDP run matching one process."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -18,6 +19,7 @@ from safetensors.torch import load_file
 
 from synthformer.data import load_tokenizer
 from conftest import run_in_process
+from synthformer.errors import ConfigError
 from synthformer.train import TrainConfig, lr_at
 
 WORDS = "the cat sat on a mat and dog ran to house with red blue green big small old new".split()
@@ -212,6 +214,33 @@ def test_lr_schedule_matches_the_formula(schedule):
         assert lr_at(100, cfg) == pytest.approx(1e-4)
 
 
+# ----------------------------------------------------------------------------- TrainConfig
+@pytest.mark.parametrize("field,value", [
+    ("threads", 0), ("threads", -3), ("lr", math.inf), ("lr", math.nan), ("lr", 0.0), ("lr", -1e-3),
+    ("min_lr_ratio", -1.0), ("min_lr_ratio", 1.5), ("mask_prob", 0.0), ("mask_prob", 1.5), ("beta2", 1.0),
+    ("weight_decay", math.nan), ("grad_clip", math.inf), ("seed", -1), ("device", "gpu"), ("tokenizer", "words"),
+    ("preset", "huge"), ("steps", 0), ("num_beams", 0), ("stop_after", 0), ("max_examples", 0), ("data", ""),
+])
+def test_train_config_refuses_bad_values_naming_the_field(field, value):
+    with pytest.raises(ConfigError, match=rf"^{field}=.* must be"):
+        TrainConfig(**{field: value})
+
+
+def test_train_config_checks_the_type_of_every_field():
+    for f in dataclasses.fields(TrainConfig):
+        with pytest.raises(ConfigError, match=rf"^{f.name}="):
+            TrainConfig(**{f.name: object()})
+    assert TrainConfig(lr=1, threads=None, device="cuda:1").lr == 1  # ints pass as floats; devices not opened
+
+
+@pytest.mark.parametrize("option", [["--threads", "-3"], ["--lr", "inf"], ["--min_lr_ratio", "-1"]])
+def test_bad_train_options_are_one_line_errors(option, tmp_path):
+    code, _, err = main("train", "--out", tmp_path / "run", *option)
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert code == 2 and len(lines) == 1 and option[0][2:] in lines[0], err[-2000:]
+    assert not (tmp_path / "run").exists()
+
+
 # ----------------------------------------------------------------------------- DDP
 def test_two_process_ddp_matches_one_process(data, tmp_path):
     """torchrun with 2 gloo ranks x 4 sequences sees the same global batches as 1 process x 8:
@@ -226,6 +255,7 @@ def test_two_process_ddp_matches_one_process(data, tmp_path):
                            "-m", "synthformer.cli", "train", "--out", str(ddp), "--batch_size", "4", *map(str, args)],
                           capture_output=True, text=True, timeout=240, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    summaries = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     a, b = rows(single, "train"), rows(ddp, "train")
     assert [r["step"] for r in a] == [r["step"] for r in b] == list(range(1, 7))
     for ra, rb in zip(a, b):
@@ -238,3 +268,6 @@ def test_two_process_ddp_matches_one_process(data, tmp_path):
     wa, wb = weights(single), weights(ddp)
     for k in wa:
         torch.testing.assert_close(wb[k], wa[k], rtol=1e-3, atol=1e-4)
+    if len(summaries) != 1:  # train() returns result["rank"]; the CLI (not this file's owner) must print on rank 0 only
+        pytest.xfail(f"every rank printed the final result ({len(summaries)} lines): the train command must "
+                     "print only when result['rank'] == 0")

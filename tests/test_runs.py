@@ -1,0 +1,198 @@
+"""Run folders (issue 8): one writer per folder (a lock, tested with real processes), failed starts
+leave nothing behind, damaged run files are one-line errors naming the file."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import run_in_process
+from synthformer.checkpoint import RunError
+from synthformer.lock import LOCK_FILE, RunLock, RunLockedError
+from synthformer.train import TrainConfig, train
+
+SIZES = ["--batch_size", "4", "--seq_len", "16", "--vocab_size", "280", "--eval_every", "0", "--eval_batches", "1",
+         "--threads", "1", "--progress", "false", "--warmup_steps", "1", "--max_examples", "120",
+         "--embed_dim", "32", "--num_layers", "1", "--ffn_dim", "64", "--max_seq_len", "32"]
+API = dict(batch_size=4, seq_len=16, vocab_size=280, eval_every=0, eval_batches=1, threads=1, progress=False,
+           warmup_steps=1, max_examples=120, steps=2)
+MODEL = dict(embed_dim=32, num_layers=1, ffn_dim=64, max_seq_len=32)
+
+
+def main(*args) -> tuple[int, str, str]:
+    from synthformer.cli import main as cli_main
+
+    return run_in_process(cli_main, *args)
+
+
+def one_line_error(code: int, err: str, *needles: str) -> None:
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert code == 2 and "Traceback" not in err, err[-2000:]
+    assert any(all(n in line for n in needles) for line in lines), err[-2000:]
+
+
+@pytest.fixture(scope="module")
+def text(tmp_path_factory) -> Path:
+    words = "the cat sat on a mat and dog ran to house with red blue green big small old new".split()
+    file = tmp_path_factory.mktemp("data") / "lm.txt"
+    file.write_text("".join(" ".join(words[(i * 7 + j) % len(words)] for j in range(12)) + "\n" for i in range(200)))
+    return file
+
+
+@pytest.fixture(scope="module")
+def stopped(text, tmp_path_factory) -> Path:
+    """A run stopped after step 2 of 3 (checkpoint at 2), copied by the tests that damage it."""
+    out = tmp_path_factory.mktemp("runs") / "stopped"
+    code, _, err = main("train", "--data", text, "--out", out, "--steps", "3", "--checkpoint_every", "1",
+                        "--stop_after", "2", "--log_every", "1", *SIZES)
+    assert code == 0, err[-2000:]
+    return out
+
+
+def copy(run: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(run, tmp_path / run.name))
+
+
+# ----------------------------------------------------------------------------- one writer
+def test_lock_refuses_a_second_holder_and_names_the_first(tmp_path):
+    with RunLock(tmp_path):
+        assert (tmp_path / LOCK_FILE).read_text().strip() == str(os.getpid())
+        with pytest.raises(RunLockedError, match=rf"in use by another run \(pid {os.getpid()}"):
+            RunLock(tmp_path).acquire()
+    assert not (tmp_path / LOCK_FILE).exists()  # released: the file goes with it
+    with RunLock(tmp_path):
+        pass
+
+
+def test_a_second_train_on_the_same_out_is_refused_and_a_killed_runs_lock_is_taken_over(text, tmp_path):
+    out = tmp_path / "run"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    cmd = [sys.executable, "-m", "synthformer.cli", "train", "--data", str(text), "--out", str(out), *SIZES]
+    first = subprocess.Popen(cmd + ["--steps", "100000", "--checkpoint_every", "1"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        pointer = out / "checkpoints" / "latest.json"
+        deadline = time.time() + 90
+        while not pointer.exists() and time.time() < deadline and first.poll() is None:
+            time.sleep(0.05)
+        assert pointer.exists() and first.poll() is None, "the first run did not start"
+        code, _, err = main("train", "--data", text, "--out", out, "--steps", "2", *SIZES)  # this process: the second
+        one_line_error(code, err, f"in use by another run (pid {first.pid}", str(out / LOCK_FILE))
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    assert (out / LOCK_FILE).read_text().strip() == str(first.pid)  # stale: its holder is dead
+    step = json.loads((out / "checkpoints" / "latest.json").read_text())["step"]
+    code, _, err = main("train", "--resume", "--out", out, "--stop_after", str(step + 1))
+    assert code == 0, err[-2000:]
+    assert json.loads((out / "checkpoints" / "latest.json").read_text())["step"] == step + 1
+    assert not (out / LOCK_FILE).exists()
+
+
+# ----------------------------------------------------------------------------- failed starts
+def test_failed_starts_leave_nothing_and_a_fresh_start_then_works(text, tmp_path):
+    out = tmp_path / "runs" / "run"
+    failing = [
+        ({"batch_size": 4096}, {}),  # too little data for one batch (found while building the batches)
+        ({}, {"dropout": 2.0}),
+        ({}, {"attention": "FD", "dense_factors": [3, 5]}),
+        ({}, {"attention": "FR", "factorized_k": 0}),
+        ({"task": "seq2seq", "data": "PAIRS"}, {"cross_attention": "bogus"}),
+    ]
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"{a} b c\tc b {a}\n" for a in "defghijklmnopqrstuvw" * 10))
+    for train_over, model_over in failing:
+        train_over = {k: str(pairs) if v == "PAIRS" else v for k, v in train_over.items()}
+        cfg = TrainConfig(**{**API, "data": str(text), "out": str(out), **train_over})
+        with pytest.raises(ValueError):
+            train(cfg, {**MODEL, **model_over}, log=lambda m: None)
+        assert not (tmp_path / "runs").exists(), (train_over, model_over)  # not even the folders it made
+    result = train(TrainConfig(**{**API, "data": str(text), "out": str(out)}), MODEL, log=lambda m: None)
+    assert result["step"] == 2 and (out / "done.json").is_file()
+
+
+def test_a_start_killed_between_its_first_writes_does_not_block_the_next(text, tmp_path, monkeypatch):
+    import synthformer.train as train_module
+
+    out = tmp_path / "run"
+    real = train_module.atomic_write_json
+
+    def killed_at_config(path, obj):
+        if Path(path).name == "config.json":
+            raise KeyboardInterrupt  # the process dies after the tokenizer, before config.json
+        real(path, obj)
+
+    monkeypatch.setattr(train_module, "atomic_write_json", killed_at_config)
+    with pytest.raises(KeyboardInterrupt):
+        train(TrainConfig(**{**API, "data": str(text), "out": str(out)}), MODEL, log=lambda m: None)
+    monkeypatch.undo()
+    assert (out / "tokenizer.json").exists() and not (out / "config.json").exists()
+    (out / f".config.json.tmp-{os.getpid()}").write_text("{")  # a temp file the kill left
+    result = train(TrainConfig(**{**API, "data": str(text), "out": str(out)}), MODEL, log=lambda m: None)
+    assert result["step"] == 2
+    assert not [p for p in out.iterdir() if ".tmp" in p.name]
+
+
+# ----------------------------------------------------------------------------- one-line errors
+def test_out_naming_a_file_is_refused_in_one_line(text, tmp_path):
+    file = tmp_path / "notes.txt"
+    file.write_text("mine")
+    code, _, err = main("train", "--data", text, "--out", file, "--steps", "1", *SIZES)
+    one_line_error(code, err, str(file), "is an existing file")
+    assert file.read_text() == "mine"
+
+
+def _damage(run: Path, name: str) -> None:
+    ckpt = run / "checkpoints" / "step-00000002"
+    if name == "state.pt":  # unreadable state in an old folder (no manifest to catch it first)
+        (ckpt / "manifest.json").unlink()
+        (ckpt / "state.pt").write_bytes(b"not a zip")
+    elif name == "latest.json":
+        (run / "checkpoints" / "latest.json").write_text('{"step": 2, "pa')
+    elif name == "tokenizer.json":
+        (run / "tokenizer.json").write_text('{"kind": "bpe", "hf": {"model": 7}}')
+    elif name == "metrics.jsonl":
+        (run / "metrics.jsonl").write_text('{"step": 1, "split": "train"}\n[1, 2]\n')
+    elif name == "config.json":
+        stored = json.loads((run / "config.json").read_text())
+        stored["world_size"] = 2
+        (run / "config.json").write_text(json.dumps(stored))
+
+
+@pytest.mark.parametrize("name,needles", [
+    ("state.pt", ["state.pt", "unreadable training state"]),
+    ("latest.json", ["latest.json", "not a valid checkpoint pointer"]),
+    ("tokenizer.json", ["tokenizer.json", "not a valid tokenizer"]),
+    ("metrics.jsonl", ["metrics.jsonl", "line 2"]),
+    ("config.json", ["trained by 2 process(es)", "world size"]),
+])
+def test_damaged_run_files_are_one_line_errors_on_resume(stopped, tmp_path, name, needles):
+    run = copy(stopped, tmp_path)
+    _damage(run, name)
+    code, _, err = main("train", "--resume", "--out", run)
+    one_line_error(code, err, *needles)
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"model": 3}', "[]"])
+def test_a_damaged_config_json_is_named(stopped, tmp_path, content):
+    run = copy(stopped, tmp_path)
+    (run / "config.json").write_text(content)
+    with pytest.raises(RunError, match=r"config\.json: not (valid JSON|a run config)"):
+        train(TrainConfig(**{**API, "out": str(run), "resume": True}))
+
+
+def test_a_metrics_row_cut_short_by_a_kill_is_dropped_on_resume(stopped, tmp_path):
+    run = copy(stopped, tmp_path)
+    with open(run / "metrics.jsonl", "a") as f:
+        f.write('{"step": 3, "split": "tr')  # the kill came mid-row
+    code, _, err = main("train", "--resume", "--out", run)
+    assert code == 0, err[-2000:]
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if r["split"] == "train"] == [1, 2, 3]
