@@ -31,6 +31,12 @@ ATOL = 1e-5
 NO_TOKEN = SHAPE["vocab_size"]  # an id outside the vocabulary: decoding never meets it
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny models: one thread is faster than two on shared cores (conftest restores the setting)."""
+    torch.set_num_threads(1)
+
+
 def tiny(kind: str, attention, **over):
     return build_model(ModelConfig(kind=kind, attention=attention, **(SHAPE | over))).eval()
 
@@ -218,18 +224,27 @@ def test_seq2seq_logits_and_cached_generation_equal(attention, tmp_path):
 TEXTS = ["the cat sat on the mat <pad>", "der Hund läuft schnell 日本", "a dog ran to the old house"] * 30
 
 
-@pytest.mark.parametrize("kind", ["bpe", "char", "byte"])
+@pytest.mark.parametrize("kind", ["bpe", "char", "byte", "word"])
 def test_tokenizer_loads_with_auto_tokenizer_and_matches(kind, tmp_path):
-    tok = build_tokenizer(kind, TEXTS, vocab_size=300)
+    texts = [t.replace("<pad>", "") for t in TEXTS] if kind == "word" else TEXTS  # a word "<pad>": see below
+    tok = build_tokenizer(kind, texts, vocab_size=300)
     H.to_hf_tokenizer(tok, 64).save_pretrained(tmp_path)
     auto = AutoTokenizer.from_pretrained(tmp_path)
     assert (auto.pad_token_id, auto.bos_token_id, auto.eos_token_id, auto.unk_token_id, auto.mask_token_id) == \
         (0, 1, 2, 3, 4)
     assert auto.model_max_length == 64 and len(auto) == tok.vocab_size
-    for text in ["the cat <pad> sat<eos>", "läuft 日本 and ~{Zq", ""]:
+    for text in ["the cat <pad> sat<eos>", "läuft 日本 and ~{Zq", "", "  the   dog\tran \n"]:
+        if kind == "word":  # a whole word "<pad>" is the special there (documented in synthformer.hf.tokenization)
+            text = text.replace("<pad>", "")
         ids = tok.encode(text)
         assert auto(text)["input_ids"] == ids, (kind, text)
         assert auto.decode(ids + [2, 0], skip_special_tokens=True) == tok.decode(ids)
+
+
+def test_word_tokenizer_with_a_special_as_a_word_warns():
+    tok = build_tokenizer("word", ["a <pad> b"])
+    with pytest.warns(UserWarning, match="ordinary words"):
+        H.to_hf_tokenizer(tok)
 
 
 def make_run(kind: str, attention, folder, tokenizer="char"):

@@ -5,13 +5,19 @@ rebuilds the same mapping as a plain ``tokenizers.Tokenizer``:
 
 * ``bpe``: the inner byte-level BPE, unchanged;
 * ``byte`` / ``pixel``: the 256 byte values in GPT-2's byte-to-character alphabet, id = byte + 5, no merges;
-* ``char``: one token per training character, id = rank + 5, unseen characters -> ``<unk>``.
+* ``char``: one token per training character, id = rank + 5, unseen characters -> ``<unk>``;
+* ``word``: one token per whitespace-separated training word, id = rank + 5, unseen -> ``<unk>``,
+  decoded joined by single spaces. One difference: a whole word "<pad>" (or another special's text) in
+  the input encodes to the special id here (a word-level vocabulary holds one id per string), where
+  synthformer gives ``<unk>`` (or the id of that word when it was seen in training: a warning then).
 
 Special tokens keep their ids (``<pad>`` 0, ``<bos>`` 1, ``<eos>`` 2, ``<unk>`` 3, ``<mask>`` 4) and, as in
 synthformer, text that contains "<pad>" etc. is encoded as ordinary text and no special token is added
 (``encode`` of the two tokenizers agrees; the models' tasks add BOS/EOS themselves).
 """
 from __future__ import annotations
+
+import warnings
 
 from ..data.tokenizer import SPECIALS, BPETokenizer, ByteTokenizer, CharTokenizer, Tokenizer
 
@@ -42,6 +48,14 @@ def to_tokenizers(tokenizer: Tokenizer):
         tk = HFTokenizer(models.BPE(vocab=vocab, merges=[]))
         tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
         tk.decoder = decoders.ByteLevel()
+    elif tokenizer.kind == "word":
+        clash = sorted(set(tokenizer.words) & set(SPECIALS))
+        if clash:  # one string cannot have two ids in a Hugging Face vocabulary
+            warnings.warn(f"word tokenizer has {clash} as ordinary words; the Hugging Face tokenizer encodes "
+                          "them as the special tokens", stacklevel=3)
+        vocab = {w: i + len(SPECIALS) for i, w in enumerate(tokenizer.words)} | base
+        tk = HFTokenizer(models.WordLevel(vocab=vocab, unk_token=SPECIALS[3]))
+        tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()  # str.split(); no decoder: words joined by " "
     elif isinstance(tokenizer, CharTokenizer):
         vocab = base | {c: i + len(SPECIALS) for i, c in enumerate(tokenizer.chars)}
         tk = HFTokenizer(models.BPE(vocab=vocab, merges=[], unk_token=SPECIALS[3]))
