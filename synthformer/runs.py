@@ -10,6 +10,8 @@ import warnings
 from pathlib import Path
 
 from .checkpoint import RunError, latest_checkpoint
+from .data import load_tokenizer
+from .errors import SynthformerError
 from .integrity import atomic_write_text
 
 RUN_CONFIG, TOKENIZER, METRICS, DONE = "config.json", "tokenizer.json", "metrics.jsonl", "done.json"
@@ -33,9 +35,6 @@ def read_run_config(out) -> dict:
 
 def load_run_tokenizer(out):
     """The tokenizer a run trained with (``out/tokenizer.json``), or one RunError naming the file."""
-    from .data import load_tokenizer
-    from .errors import SynthformerError
-
     file = Path(out) / TOKENIZER
     if not file.is_file():
         raise RunError(f"{file}: not found; the run folder is incomplete")

@@ -1,0 +1,89 @@
+"""A task's data for a run: load the source, build (or reuse) the tokenizer, encode every split;
+and the model config and sequence length that follow from the data and the user's overrides.
+
+`cfg` below is a TrainConfig (synthformer.train); only its fields are read, so this module does not
+import the training loop (which imports it).
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+
+from .attention import parse_synthesizers
+from .data import DataError, build_tokenizer, load_source
+from .errors import ConfigError
+from .mixers import MIXERS
+from .model import ModelConfig
+from .tasks import Task, build_task
+
+
+@dataclass
+class TaskData:
+    """A task's data, tokenized: shared by every variant of a comparison."""
+
+    task: Task  # the task object (loss, metrics)
+    tokenizer: object  # synthformer.data Tokenizer
+    splits: object  # the raw DataSplits
+    encoded: dict  # split name -> encoded examples (LongTensor for lm/mlm, list of items otherwise)
+    seq_len: int  # sequence length the examples were cut to
+
+
+def prepare_data(cfg, seq_len: int, tokenizer=None, log=print) -> TaskData:
+    """Load `cfg.data` for `cfg.task` (`cfg` a TrainConfig), build (or reuse) the tokenizer and encode every split."""
+    task = build_task(cfg.task, **({"mask_prob": cfg.mask_prob} if cfg.task == "mlm" else {}))
+    t0 = time.time()
+    splits = load_source(cfg.data, task.data_task, max_examples=cfg.max_examples, seed=cfg.seed)
+    for name in ("train", "valid"):
+        if not getattr(splits, name):
+            raise DataError(f"data {cfg.data!r} has an empty {name} split; give more examples "
+                            "(raise max_examples or add data)")
+    if tokenizer is None:
+        texts = _texts(splits.train, task.data_task)
+        tokenizer = build_tokenizer(cfg.tokenizer, texts, vocab_size=cfg.vocab_size)
+    with warnings.catch_warnings():
+        if cfg.task in ("seq2seq", "classify"):
+            warnings.simplefilter("default")  # one truncation warning per split, shown
+        encoded = {name: task.encode(getattr(splits, name), tokenizer, seq_len, cfg.strict_length)
+                   for name in ("train", "valid", "test") if getattr(splits, name)}
+    log(f"data: {splits!r}, {cfg.tokenizer} tokenizer with {tokenizer.vocab_size} tokens "
+        f"({time.time() - t0:.1f}s)")
+    return TaskData(task, tokenizer, splits, encoded, seq_len)
+
+
+def _texts(examples: list, data_task: str) -> list[str]:
+    if data_task == "lm":
+        return list(examples)
+    if data_task == "seq2seq":
+        return [t for pair in examples for t in pair]
+    return [x for x, _ in examples if isinstance(x, str)]
+
+
+def resolve_model_config(cfg, model_overrides: dict, task: Task, tokenizer, splits) -> ModelConfig:
+    """Preset + the data's fields (vocabulary, special ids, classes) + the user's model overrides."""
+    fields = {"kind": task.model_kind, **task.model_fields(tokenizer, splits), **model_overrides}
+    fields["extra"] = {**fields.get("extra", {}), "tokenizer": cfg.tokenizer}
+    if splits.meta.get("labels"):  # class names, so `generate` can print a label
+        fields["extra"]["labels"] = list(splits.meta["labels"])
+    return ModelConfig.preset(cfg.preset, **fields)
+
+
+def check_attention_specs(model_cfg: ModelConfig) -> None:
+    """Every layer's token mixer names a synthesizer spec or a baseline (fails before any folder is made)."""
+    specs = model_cfg.layer_specs() + (model_cfg.layer_specs(decoder=True) if model_cfg.kind == "seq2seq" else [])
+    for spec in specs:
+        if not (isinstance(spec, str) and spec.strip().lower() in MIXERS):
+            try:
+                parse_synthesizers(spec)
+            except ValueError as e:
+                raise ConfigError(f"attention={spec!r}: {e}; or a baseline: {', '.join(MIXERS)}") from None
+
+
+def resolve_seq_len(cfg, model_overrides: dict) -> int:
+    """cfg.seq_len, else the model's max_seq_len (from the overrides or the preset)."""
+    max_len = model_overrides.get("max_seq_len") or ModelConfig.preset(cfg.preset).max_seq_len
+    seq_len = cfg.seq_len or max_len
+    if seq_len > max_len:
+        raise ConfigError(f"seq_len={seq_len} is longer than the model's max_seq_len={max_len}; "
+                         f"lower seq_len or set max_seq_len={seq_len}")
+    return seq_len
