@@ -9,6 +9,8 @@ import argparse
 import dataclasses
 import json
 import random
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -336,3 +338,13 @@ def test_export_refusals(tmp_path):
     (other / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
     with pytest.raises(H.ExportError, match="not a synthformer export"):
         H.export_hf(tmp_path / "run", other)
+
+
+def test_without_transformers_the_package_imports_and_fails_on_use():
+    code = ("import sys; sys.modules['transformers'] = None\n"
+            "import argparse, synthformer.hf as H\n"
+            "H.add_parser(argparse.ArgumentParser().add_subparsers())\n"
+            "try:\n    H.to_hf\nexcept ImportError as e:\n    print('ImportError:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "ImportError: synthformer.hf needs" in out.stdout and "pip install" in out.stdout

@@ -13,6 +13,11 @@ prompt unpadded (as in synthformer itself).
 Caching: ``generate(use_cache=True)`` gets a :class:`~synthformer.hf.cache.SynthformerCache` holding
 the layers' own incremental caches (values, dot-product keys, convolution buffers). A plain
 ``forward`` builds one only when asked (``use_cache=True``) or given one (``past_key_values``).
+Greedy decoding equals synthformer's ``generate`` (stop at EOS, finished rows padded). Beam search
+equals it while no hypothesis ends before the budget; once one does, the two differ by design:
+transformers sets finished hypotheses aside and keeps ``num_beams`` open ones (synthformer keeps them
+among the beams), normalises by length differently, and fills after EOS with EOS where
+``pad_token_id`` is 0 (its ``pad or eos`` fill), synthformer with ``<pad>``.
 """
 from __future__ import annotations
 
