@@ -210,7 +210,7 @@ def test_fortunes_real():
 
 def test_fortunes_topics_only_and_deduplicated(capsys):
     _prepared("fortunes")
-    from synthformer.data.sources import FORTUNE_MIN_ITEMS, _normalise, read_fortunes
+    from synthformer.data.sources.fortunes import FORTUNE_MIN_ITEMS, normalise as _normalise, read_fortunes
 
     s = load_source("fortunes", "classify")
     labels, items = s.meta["labels"], s.train + s.valid + s.test

@@ -7,7 +7,7 @@ import pytest
 
 from synthformer.data import SourceNotInstalledError, load_source, prepare_source
 from synthformer.data import bible
-from synthformer.data.sources import SWORD, _slots, _sword_root
+from synthformer.data.sources.bible import SWORD, slots as _slots, sword_root as _sword_root
 
 
 def _prepared(*names: str) -> None:

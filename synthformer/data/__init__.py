@@ -7,7 +7,8 @@
 
 Sources (`list_sources()`): chitchat (default; PyPI), bible-en-es, bible-kjv, bible-web, fortunes,
 fashion-mnist (Debian packages: fetch once with `python -m synthformer.data prepare NAME`) and
-listops (generated). See `sources`, `files`, `tokenizer` and `batching` for the details.
+listops (generated). See `sources` (one module per corpus behind one registry), `files`,
+`tokenizer` and `batching` for the details.
 """
 from .batching import LMBatches, SequenceBatches, encode_labelled, encode_lm, encode_pairs, pad
 from .files import SUPPORTED as SUPPORTED_FILE_TYPES
