@@ -1,18 +1,26 @@
-"""Reading a run folder back: config.json, tokenizer.json, metrics.jsonl and the model to use.
+"""The run folder: opening it for training (lock, stale temporary files, checks, the first writes),
+the metrics log, and reading it back (config.json, tokenizer.json, metrics.jsonl, the model to use).
 
 Every reader turns a damaged or hand-edited file into one ``RunError`` naming the file and the fix,
 for train (resume), eval, generate and compare alike.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
+import time
 import warnings
 from pathlib import Path
 
-from .checkpoint import RunError, latest_checkpoint
+import torch
+
+from .checkpoint import CKPT_DIR, RunError, latest_checkpoint
 from .data import load_tokenizer
 from .errors import SynthformerError
-from .integrity import atomic_write_text
+from .distributed import Dist
+from .integrity import atomic_write_json, atomic_write_text, fsync_file, remove_stale_temps
+from .lock import RunLock
 
 RUN_CONFIG, TOKENIZER, METRICS, DONE = "config.json", "tokenizer.json", "metrics.jsonl", "done.json"
 
@@ -88,3 +96,100 @@ def run_model_folder(out) -> tuple[Path, bool]:
     if ckpt is None:
         raise RunError(f"{out} has no model yet (no model/ and no checkpoint); train it first")
     return ckpt, False
+
+
+# ----------------------------------------------------------------------------- opening for training
+@contextlib.contextmanager
+def open_run(out: Path, d: Dist):
+    """Rank 0 holds the run folder's lock for the whole run (one writer per folder) and clears the
+    temporary files of killed runs; a start that fails before writing anything removes the folders
+    it created, so it leaves nothing behind."""
+    if not d.main:
+        yield
+        return
+    created = [p for p in (out, *out.parents) if not p.exists()]
+    out.mkdir(parents=True, exist_ok=True)
+    ok = False
+    try:
+        with RunLock(out):
+            for folder in (out, out / CKPT_DIR, out / "model"):
+                remove_stale_temps(folder, mine_too=True)  # the lock is ours: no live writer here
+            Path(out / (TOKENIZER + ".tmp")).unlink(missing_ok=True)  # Tokenizer.save's temporary name
+            yield
+            ok = True
+    finally:
+        if not ok:
+            for folder in created:  # deepest first; stops at the first that is not empty
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
+
+
+def check_folder(out: Path, cfg, d: Dist, resume_free: tuple[str, ...]) -> dict | None:
+    """The stored config when resuming (checked against `cfg`, a TrainConfig, where it may not change:
+    every field but `resume_free`; and against the world size); None for a new run."""
+    if not cfg.resume:
+        if (out / RUN_CONFIG).exists():
+            raise RunError(f"{out} already holds a run; pass resume=true (--resume) to continue it, "
+                           "or choose another out")
+        return None
+    if not (out / RUN_CONFIG).exists():
+        raise RunError(f"nothing to resume: {out / RUN_CONFIG} not found; start the run without --resume")
+    if (out / DONE).exists():
+        raise RunError(f"run {out} is already complete (done.json); choose another --out")
+    stored = read_run_config(out)
+    fixed = {k: v for k, v in stored["train"].items() if k not in resume_free}
+    mine = {k: v for k, v in cfg.to_dict().items() if k not in resume_free}
+    changed = {k: (fixed.get(k), v) for k, v in mine.items() if fixed.get(k) != v}
+    if changed:
+        raise RunError(f"cannot resume {out} with a different config (stored, given): {changed}; "
+                       f"only {', '.join(resume_free)} may change")
+    world = stored.get("world_size", 1)
+    if world != d.world_size:
+        raise RunError(f"{out} was trained by {world} process(es); resume it with the same world size "
+                       f"(torchrun --nproc_per_node {world}), not {d.world_size}")
+    return stored
+
+
+def write_start(out: Path, cfg, model_cfg, tokenizer, world_size: int) -> None:
+    """The tokenizer, then config.json (which marks a run; `cfg` a TrainConfig, `model_cfg` a ModelConfig):
+    called only once everything was built, so a start that fails earlier writes nothing."""
+    tokenizer.save(out)
+    fsync_file(out / TOKENIZER)
+    atomic_write_json(out / RUN_CONFIG, {
+        "model": model_cfg.to_dict(), "train": cfg.to_dict(), "world_size": world_size,
+        "torch": torch.__version__, "command": sys.argv, "created": time.strftime("%Y-%m-%d %H:%M:%S")})
+
+
+class MetricsLogger:
+    """metrics.jsonl (+ TensorBoard) on rank 0; nothing on other ranks."""
+
+    def __init__(self, out: Path, enabled: bool, tensorboard: bool, resume_step: int | None):
+        self.file = out / METRICS
+        self.enabled, self.tb = enabled, None
+        if not enabled:
+            return
+        if resume_step is not None:  # drop rows written after the checkpoint
+            trim_metrics(out, resume_step)
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+                self.tb = SummaryWriter(str(out / "tensorboard"))
+            except ImportError:
+                warnings.warn("tensorboard=true but tensorboard is not installed (pip install tensorboard); "
+                              "writing metrics.jsonl only", stacklevel=2)
+
+    def write(self, row: dict) -> None:
+        if not self.enabled:
+            return
+        with open(self.file, "a") as f:
+            f.write(json.dumps(row) + "\n")
+        if self.tb is not None:
+            for k, v in row.items():
+                if isinstance(v, (int, float)) and k != "step":
+                    self.tb.add_scalar(f"{row['split']}/{k}", v, row["step"])
+
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()

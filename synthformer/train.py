@@ -29,32 +29,28 @@ reads its own shard of every batch, so ``batch_size`` is per rank (global batch 
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import json
 import math
 import random
-import sys
 import time
 import types
 import typing
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from .evaluation import evaluate
-from .task_data import TaskData, check_attention_specs, prepare_data, resolve_model_config, resolve_seq_len
-from .checkpoint import CKPT_DIR, RunError, latest_checkpoint, load_state, rank_state, save_checkpoint
+from .checkpoint import RunError, latest_checkpoint, load_state, rank_state, save_checkpoint
 from .data.tokenizer import TOKENIZERS
 from .distributed import Dist, barrier, gather, setup_distributed
 from .errors import ConfigError
-from .integrity import atomic_write_json, fsync_file, remove_stale_temps
-from .lock import RunLock
+from .evaluation import evaluate
+from .integrity import atomic_write_json
 from .model import PRESETS, ModelConfig, build_model, count_parameters, load
-from .runs import DONE, METRICS, RUN_CONFIG, TOKENIZER, load_run_tokenizer, read_run_config, trim_metrics
-from .tasks import TASKS, Task, build_task
+from .runs import (DONE, MetricsLogger, check_folder, load_run_tokenizer, open_run, read_run_config,
+                   write_start)
+from .task_data import TaskData, check_attention_specs, prepare_data, resolve_model_config, resolve_seq_len
+from .tasks import TASKS
 from .tasks.base import to_device
 
 SCHEDULES = ("cosine", "linear", "constant")
@@ -215,67 +211,6 @@ def _run_folder(cfg: TrainConfig, d: Dist) -> Path:
     return out
 
 
-@contextlib.contextmanager
-def _open_run(out: Path, d: Dist):
-    """Rank 0 holds the run folder's lock for the whole run (one writer per folder) and clears the
-    temporary files of killed runs; a start that fails before writing anything removes the folders
-    it created, so it leaves nothing behind."""
-    if not d.main:
-        yield
-        return
-    created = [p for p in (out, *out.parents) if not p.exists()]
-    out.mkdir(parents=True, exist_ok=True)
-    ok = False
-    try:
-        with RunLock(out):
-            for folder in (out, out / CKPT_DIR, out / "model"):
-                remove_stale_temps(folder, mine_too=True)  # the lock is ours: no live writer here
-            Path(out / (TOKENIZER + ".tmp")).unlink(missing_ok=True)  # Tokenizer.save's temporary name
-            yield
-            ok = True
-    finally:
-        if not ok:
-            for folder in created:  # deepest first; stops at the first that is not empty
-                try:
-                    folder.rmdir()
-                except OSError:
-                    break
-
-
-def _check_folder(out: Path, cfg: TrainConfig, d: Dist) -> dict | None:
-    """The stored config when resuming (checked against `cfg` and the world size); None for a new run."""
-    if not cfg.resume:
-        if (out / RUN_CONFIG).exists():
-            raise RunError(f"{out} already holds a run; pass resume=true (--resume) to continue it, "
-                           "or choose another out")
-        return None
-    if not (out / RUN_CONFIG).exists():
-        raise RunError(f"nothing to resume: {out / RUN_CONFIG} not found; start the run without --resume")
-    if (out / DONE).exists():
-        raise RunError(f"run {out} is already complete (done.json); choose another --out")
-    stored = read_run_config(out)
-    fixed = {k: v for k, v in stored["train"].items() if k not in RESUME_FREE}
-    mine = {k: v for k, v in cfg.to_dict().items() if k not in RESUME_FREE}
-    changed = {k: (fixed.get(k), v) for k, v in mine.items() if fixed.get(k) != v}
-    if changed:
-        raise RunError(f"cannot resume {out} with a different config (stored, given): {changed}; "
-                       f"only {', '.join(RESUME_FREE)} may change")
-    world = stored.get("world_size", 1)
-    if world != d.world_size:
-        raise RunError(f"{out} was trained by {world} process(es); resume it with the same world size "
-                       f"(torchrun --nproc_per_node {world}), not {d.world_size}")
-    return stored
-
-
-def _write_start(out: Path, cfg: TrainConfig, model_cfg: ModelConfig, tokenizer, world_size: int) -> None:
-    """The tokenizer, then config.json (which marks a run): only once everything was built."""
-    tokenizer.save(out)
-    fsync_file(out / TOKENIZER)
-    atomic_write_json(out / RUN_CONFIG, {
-        "model": model_cfg.to_dict(), "train": cfg.to_dict(), "world_size": world_size,
-        "torch": torch.__version__, "command": sys.argv, "created": time.strftime("%Y-%m-%d %H:%M:%S")})
-
-
 # ----------------------------------------------------------------------------- building
 @dataclass
 class Parts:
@@ -314,7 +249,7 @@ def _start(cfg: TrainConfig, overrides: dict, data: TaskData | None, out: Path, 
         model_cfg = resolve_model_config(cfg, overrides, data.task, data.tokenizer, data.splits)
         check_attention_specs(model_cfg)
         parts = _build(cfg, model_cfg, data, d, device)
-        _write_start(out, cfg, model_cfg, data.tokenizer, d.world_size)
+        write_start(out, cfg, model_cfg, data.tokenizer, d.world_size)
     barrier(d)
     if not d.main:
         model_cfg = ModelConfig.from_dict(read_run_config(out)["model"])
@@ -369,39 +304,6 @@ def _forever(batcher):
         yield from batcher
 
 
-class _Logger:
-    """metrics.jsonl (+ TensorBoard) on rank 0; nothing on other ranks."""
-
-    def __init__(self, out: Path, enabled: bool, tensorboard: bool, resume_step: int | None):
-        self.file = out / METRICS
-        self.enabled, self.tb = enabled, None
-        if not enabled:
-            return
-        if resume_step is not None:  # drop rows written after the checkpoint
-            trim_metrics(out, resume_step)
-        if tensorboard:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-                self.tb = SummaryWriter(str(out / "tensorboard"))
-            except ImportError:
-                warnings.warn("tensorboard=true but tensorboard is not installed (pip install tensorboard); "
-                              "writing metrics.jsonl only", stacklevel=2)
-
-    def write(self, row: dict) -> None:
-        if not self.enabled:
-            return
-        with open(self.file, "a") as f:
-            f.write(json.dumps(row) + "\n")
-        if self.tb is not None:
-            for k, v in row.items():
-                if isinstance(v, (int, float)) and k != "step":
-                    self.tb.add_scalar(f"{row['split']}/{k}", v, row["step"])
-
-    def close(self) -> None:
-        if self.tb is not None:
-            self.tb.close()
-
-
 TIMING_SKIP = 3  # warm-up steps left out of tokens/s
 
 
@@ -427,7 +329,7 @@ class _Loop:
     d: Dist
     device: torch.device
     out: Path
-    logger: _Logger
+    logger: MetricsLogger
     say: object
     label: str
     step: int
@@ -564,8 +466,8 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
         torch.set_num_threads(cfg.threads)
     say = log or (lambda msg: tqdm.write(msg) if d.main else None)
     out = _run_folder(cfg, d)
-    with _open_run(out, d):
-        stored = _check_folder(out, cfg, d)
+    with open_run(out, d):
+        stored = check_folder(out, cfg, d, RESUME_FREE)
         barrier(d)  # every rank has checked the folder before rank 0 writes to it
         if stored is None:
             parts = _start(cfg, dict(model_overrides or {}), data, out, d, device, say)
@@ -577,7 +479,7 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
         if d.world_size > 1:
             ddp = torch.nn.parallel.DistributedDataParallel(
                 parts.model, device_ids=[device] if device.type == "cuda" else None)
-        logger = _Logger(out, d.main, cfg.tensorboard, step if cfg.resume else None)
+        logger = MetricsLogger(out, d.main, cfg.tensorboard, step if cfg.resume else None)
         mc = parts.model_cfg
         say(f"run {out}: {cfg.task} on {cfg.data}, {mc.kind} attention={mc.attention}, {params:,} parameters, "
             f"{cfg.steps} steps x {cfg.batch_size * d.world_size} sequences, device {device}, world size {d.world_size}")

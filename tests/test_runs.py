@@ -119,17 +119,17 @@ def test_failed_starts_leave_nothing_and_a_fresh_start_then_works(text, tmp_path
 
 
 def test_a_start_killed_between_its_first_writes_does_not_block_the_next(text, tmp_path, monkeypatch):
-    import synthformer.train as train_module
+    import synthformer.runs as runs_module
 
     out = tmp_path / "run"
-    real = train_module.atomic_write_json
+    real = runs_module.atomic_write_json
 
     def killed_at_config(path, obj):
         if Path(path).name == "config.json":
             raise KeyboardInterrupt  # the process dies after the tokenizer, before config.json
         real(path, obj)
 
-    monkeypatch.setattr(train_module, "atomic_write_json", killed_at_config)
+    monkeypatch.setattr(runs_module, "atomic_write_json", killed_at_config)
     with pytest.raises(KeyboardInterrupt):
         train(TrainConfig(**{**API, "data": str(text), "out": str(out)}), MODEL, log=lambda m: None)
     monkeypatch.undo()
