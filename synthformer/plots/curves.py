@@ -1,0 +1,89 @@
+"""``synthformer plot runs``: learning curves (training loss, validation metric) from run folders."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import InputError
+from ..runs import read_metrics
+from .style import check_out, colour_map, distinct_labels, engineering, ordered, pyplot
+
+
+def find_runs(paths: list[str]) -> tuple[dict[str, Path], str]:
+    """Run folders (holding metrics.jsonl) named by the paths, a compare folder standing for its
+    variants; returns ({label: folder}, task read from the first run's config.json).
+
+    Labels are the folder names; two different runs with the same name (``cmp-a/V``, ``cmp-b/V``) get
+    their distinguishing parent folder added (``V (cmp-a)``), so neither replaces the other. A run
+    named twice (directly and through its compare folder) is drawn once."""
+    found: list[Path] = []
+    for p in map(Path, paths):
+        runs = [p] if (p / "metrics.jsonl").exists() else sorted(q.parent for q in p.glob("*/metrics.jsonl"))
+        if not runs:
+            raise InputError(f"{p}: no metrics.jsonl in it or in its sub-folders; give a run or compare folder "
+                             "(the --out of synthformer train / compare)")
+        found += runs
+    unique = list({q.resolve(): q for q in reversed(found)}.values())[::-1]  # first mention of each run, in order
+    labels = distinct_labels([q.name for q in unique], unique)
+    runs = dict(zip(labels, unique))
+    config = unique[0] / "config.json"
+    try:
+        task = json.loads(config.read_text()).get("train", {}).get("task", "lm") if config.exists() else "lm"
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        raise InputError(f"{config}: not a run config (not JSON with a \"train\" object)") from None
+    return runs, task
+
+
+def plot_curves(runs: dict[str, str | Path], path: str | Path, task: str = "lm", title: str = "") -> Path:
+    """Training loss (smoothed) and the validation main metric against training tokens, one line per
+    run in the same colour in both panels; saved by extension (PNG, SVG, PDF)."""
+    from ..report import LOWER_IS_BETTER, METRIC_COLUMNS
+
+    plt = pyplot()
+    path = check_out(path)
+    metric_title, key, _ = METRIC_COLUMNS.get(task, [("loss", "loss", "")])[0]
+    metric_title = metric_title.replace("valid ", "")
+    colour = colour_map(runs)
+    fig, (ax_train, ax_valid) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for name in ordered(runs):
+        rows = read_metrics(runs[name])
+        train = [r for r in rows if r["split"] == "train" and r.get("loss") is not None]
+        valid = [r for r in rows if r["split"] == "valid" and r.get(key) is not None]
+        style = dict(color=colour[name], label=name, lw=2.0 if name == "V" else 1.4)
+        if train:
+            ax_train.plot([r["tokens"] for r in train], smooth([r["loss"] for r in train]), **style)
+        if valid:
+            ax_valid.plot([r["tokens"] for r in valid], [r[key] for r in valid], marker="o", ms=3, **style)
+    ax_train.set(xlabel="training tokens", ylabel="training loss (smoothed)", title="training loss")
+    ax_valid.set(xlabel="training tokens", ylabel=f"validation {metric_title}", title=f"validation {metric_title}")
+    if key in LOWER_IS_BETTER:
+        ax_valid.set_yscale("log")
+        ax_valid.yaxis.set_minor_formatter(_plain())
+        ax_valid.yaxis.set_major_formatter(_plain())
+    for ax in (ax_train, ax_valid):
+        engineering(ax.xaxis)  # 200k, 1.5M tokens instead of 1e6 offsets
+        ax.tick_params(labelsize=8)
+        ax.grid(alpha=0.3, which="both")
+        if ax.lines:
+            ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _plain():
+    from matplotlib.ticker import FormatStrFormatter
+
+    return FormatStrFormatter("%g")
+
+
+def smooth(values: list[float], alpha: float = 0.3) -> list[float]:
+    """Exponential moving average (the first value as the start)."""
+    out, acc = [], None
+    for v in values:
+        acc = v if acc is None else alpha * v + (1 - alpha) * acc
+        out.append(acc)
+    return out
