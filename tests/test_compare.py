@@ -193,3 +193,13 @@ def test_compare_section_of_a_config_file(dialogue, tmp_path):
     cfg.write_text("compare:\n  seed_count: 2\n")
     code, _, err = compare_main("--data", dialogue, "--out", tmp_path / "x", "--config", cfg)
     assert code == 2 and "unknown key(s) ['seed_count']" in err and "valid: variants, seeds" in err
+
+
+def test_demo_runs_two_seeds_and_user_arguments_win():
+    from synthformer.compare import build_parser
+    from synthformer.demo import demo_argv
+
+    args, rest = build_parser().parse_known_args(demo_argv([]))
+    assert args.seeds == 2 and {"Fix", "R", "V"} <= set(args.variants.split(",")) and rest == []
+    args, rest = build_parser().parse_known_args(demo_argv(["--seeds", "3", "--steps", "10", "--lr", "1e-3"]))
+    assert args.seeds == 3 and args.steps == 10 and rest == ["--lr", "1e-3"]
