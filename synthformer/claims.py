@@ -13,7 +13,10 @@ paper's numbers as the table prints them, and a relation with a threshold:
 **The rule** (`judge`), per pair (subject A, other B), with ``excess`` = A's shortfall relative to B
 (in the metric's units, positive = A worse) minus ``threshold x |B|``:
 
-* two or more seeds of both: *inconclusive* when ``|excess| < 2 x pooled std``
+* two or more seeds shared by A and B (runs of one seed share data order, so the seed-to-seed swing
+  common to both cancels): per-seed excesses; *inconclusive* when ``|mean excess| < 2 x their
+  sample std``; otherwise the sign of the mean decides;
+* two or more seeds of both, not shared: *inconclusive* when ``|excess| < 2 x pooled std``
   (pooled std = sqrt((std_A^2 + std_B^2) / 2), sample std over seeds); otherwise the sign of
   ``excess`` decides;
 * fewer than two seeds: *inconclusive* when ``|excess| < 5% of |B|``; otherwise the sign decides.
@@ -80,8 +83,8 @@ class Claim:
                 "better": (f"better than each by >= {self.threshold:.0%}" if self.threshold
                            else "better than each")}[self.relation]
         return (f"{self.subject} {what} ({'lower' if self.lower_is_better else 'higher'} {self.metric} is better); "
-                f"inconclusive when the gap to that line is < {SEED_SPREAD:g} x pooled seed std "
-                f"(< {SINGLE_SEED_MARGIN:.0%} with one seed)")
+                f"inconclusive when the gap to that line is < {SEED_SPREAD:g} x the std of its per-seed values "
+                f"(shared seeds; else {SEED_SPREAD:g} x pooled seed std; < {SINGLE_SEED_MARGIN:.0%} with one seed)")
 
 
 def _pick(table: dict, names, key=None) -> dict:
@@ -251,14 +254,28 @@ def stat(values: list[float]) -> Stat | None:
 
 
 # ----------------------------------------------------------------------------- the rule
-def judge_pair(claim: Claim, a: Stat, b: Stat) -> tuple[str, float]:
+def seed_map(row: dict, metric: str) -> dict:
+    """{seed: value} of a row's per-seed runs that name their seed."""
+    out = {}
+    for r in row.get("seeds") or []:
+        v = seed_values({"seeds": [r]}, metric)
+        if v and "seed" in r:
+            out[r["seed"]] = v[0]
+    return out
+
+
+def judge_pair(claim: Claim, a: Stat, b: Stat, paired: list[tuple[float, float]] | None = None) -> tuple[str, float]:
     """(status, relative gap) of subject `a` against other `b`; the gap is A's shortfall relative to B
-    (positive = A worse)."""
+    (positive = A worse). `paired`: (a, b) values of the seeds both ran, used when two or more."""
     worse_by = (a.mean - b.mean) if claim.lower_is_better else (b.mean - a.mean)
     ref = abs(b.mean) or 1.0
     line = {"worse": claim.threshold, "within": claim.threshold, "better": -claim.threshold}[claim.relation]
     excess = worse_by - line * ref  # > 0: A worse than the line
-    if a.std is not None and b.std is not None:
+    if paired and len(paired) >= 2:
+        per_seed = [((x - y) if claim.lower_is_better else (y - x)) - line * abs(y) for x, y in paired]
+        excess = statistics.fmean(per_seed)
+        noise = SEED_SPREAD * statistics.stdev(per_seed)
+    elif a.std is not None and b.std is not None:
         noise = SEED_SPREAD * math.sqrt((a.std ** 2 + b.std ** 2) / 2)
     else:
         noise = SINGLE_SEED_MARGIN * ref
@@ -284,7 +301,9 @@ def judge(claim: Claim, rows: list[dict]) -> dict | None:
         if other in by_variant:
             b = stat(seed_values(by_variant[other], claim.metric))
             if b is not None:
-                pairs.append((other, b, *judge_pair(claim, a, b)))
+                sa, sb = seed_map(by_variant[claim.subject], claim.metric), seed_map(by_variant[other], claim.metric)
+                paired = [(sa[k], sb[k]) for k in sorted(sa.keys() & sb.keys())]
+                pairs.append((other, b, *judge_pair(claim, a, b, paired)))
     if not pairs:
         return None
     statuses = [p[2] for p in pairs]

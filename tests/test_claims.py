@@ -171,3 +171,12 @@ def test_task_kinds_from_task_and_data():
     assert task_kind("classify", "pairs.tsv") == "classify"  # unknown data: no paper benchmark
     assert {f["claim"] for f in C.evaluate([seeded("V", "accuracy", [1, 2]), seeded("R", "accuracy", [1, 2])],
                                            "classify")} == {"t4-speed-r-vs-v"}
+
+
+def test_shared_seeds_are_compared_pairwise():
+    """A seed-to-seed swing common to both variants cancels when their seeds match."""
+    fix, r = seeded("Fix", "ppl", [220, 275]), seeded("R", "ppl", [200, 250])  # +10% in each seed
+    assert C.judge(FIX_VS_R, [fix, r])["status"] == "reproduced"
+    for i, s in enumerate(r["seeds"]):
+        s["seed"] = 10 + i  # other seeds: only the pooled spread is left, and it swamps the gap
+    assert C.judge(FIX_VS_R, [fix, r])["status"] == "inconclusive"
