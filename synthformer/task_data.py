@@ -10,10 +10,8 @@ import time
 import warnings
 from dataclasses import dataclass
 
-from .attention import parse_synthesizers
 from .data import DataError, build_tokenizer, load_source
 from .errors import ConfigError
-from .mixers import MIXERS
 from .model import ModelConfig
 from .tasks import Task, build_task
 
@@ -29,9 +27,12 @@ class TaskData:
     seq_len: int  # sequence length the examples were cut to
 
 
-def prepare_data(cfg, seq_len: int, tokenizer=None, log=print) -> TaskData:
-    """Load `cfg.data` for `cfg.task` (`cfg` a TrainConfig), build (or reuse) the tokenizer and encode every split."""
-    task = build_task(cfg.task, **({"mask_prob": cfg.mask_prob} if cfg.task == "mlm" else {}))
+def prepare_data(cfg, seq_len: int, tokenizer=None, log=print, pooling: str = "mean") -> TaskData:
+    """Load `cfg.data` for `cfg.task` (`cfg` a TrainConfig), build (or reuse) the tokenizer and encode every split.
+
+    `pooling` is the classifier's (ModelConfig.pooling): with "cls" the classify task prepends a CLS token."""
+    options = {"mlm": {"mask_prob": cfg.mask_prob}, "classify": {"pooling": pooling}}.get(cfg.task, {})
+    task = build_task(cfg.task, **options)
     t0 = time.time()
     splits = load_source(cfg.data, task.data_task, max_examples=cfg.max_examples, seed=cfg.seed)
     for name in ("train", "valid"):
@@ -66,17 +67,6 @@ def resolve_model_config(cfg, model_overrides: dict, task: Task, tokenizer, spli
     if splits.meta.get("labels"):  # class names, so `generate` can print a label
         fields["extra"]["labels"] = list(splits.meta["labels"])
     return ModelConfig.preset(cfg.preset, **fields)
-
-
-def check_attention_specs(model_cfg: ModelConfig) -> None:
-    """Every layer's token mixer names a synthesizer spec or a baseline (fails before any folder is made)."""
-    specs = model_cfg.layer_specs() + (model_cfg.layer_specs(decoder=True) if model_cfg.kind == "seq2seq" else [])
-    for spec in specs:
-        if not (isinstance(spec, str) and spec.strip().lower() in MIXERS):
-            try:
-                parse_synthesizers(spec)
-            except ValueError as e:
-                raise ConfigError(f"attention={spec!r}: {e}; or a baseline: {', '.join(MIXERS)}") from None
 
 
 def resolve_seq_len(cfg, model_overrides: dict) -> int:

@@ -49,7 +49,7 @@ from .integrity import atomic_write_json
 from .model import PRESETS, ModelConfig, build_model, count_parameters, load
 from .runs import (DONE, MetricsLogger, check_folder, load_run_tokenizer, open_run, read_run_config,
                    write_start)
-from .task_data import TaskData, check_attention_specs, prepare_data, resolve_model_config, resolve_seq_len
+from .task_data import TaskData, prepare_data, resolve_model_config, resolve_seq_len
 from .tasks import TASKS
 from .tasks.base import to_device
 
@@ -245,15 +245,15 @@ def _start(cfg: TrainConfig, overrides: dict, data: TaskData | None, out: Path, 
     seq_len = resolve_seq_len(cfg, overrides)
     parts = None
     if d.main:
-        data = data or prepare_data(cfg, seq_len, log=say)
+        pooling = overrides.get("pooling", ModelConfig.preset(cfg.preset).pooling)
+        data = data or prepare_data(cfg, seq_len, log=say, pooling=pooling)
         model_cfg = resolve_model_config(cfg, overrides, data.task, data.tokenizer, data.splits)
-        check_attention_specs(model_cfg)
         parts = _build(cfg, model_cfg, data, d, device)
         write_start(out, cfg, model_cfg, data.tokenizer, d.world_size)
     barrier(d)
     if not d.main:
         model_cfg = ModelConfig.from_dict(read_run_config(out)["model"])
-        data = data or prepare_data(cfg, seq_len, load_run_tokenizer(out), log=say)
+        data = data or prepare_data(cfg, seq_len, load_run_tokenizer(out), log=say, pooling=model_cfg.pooling)
         parts = _build(cfg, model_cfg, data, d, device)
     return parts
 
@@ -265,7 +265,8 @@ def _reopen(cfg: TrainConfig, stored: dict, data: TaskData | None, out: Path, d:
         model_cfg = ModelConfig.from_dict(stored["model"])
     except (TypeError, ValueError) as e:
         raise RunError(f"{out / RUN_CONFIG}: the stored model config is invalid ({e}); start a new run") from None
-    data = data or prepare_data(cfg, cfg.seq_len or model_cfg.max_seq_len, load_run_tokenizer(out), log=say)
+    data = data or prepare_data(cfg, cfg.seq_len or model_cfg.max_seq_len, load_run_tokenizer(out), log=say,
+                                pooling=model_cfg.pooling)
     return _build(cfg, model_cfg, data, d, device)
 
 

@@ -199,7 +199,9 @@ def test_generate_refuses_bad_decoding_options_in_one_line(args, needle):
 
 def test_run_folder_without_tokenizer_is_one_line(tmp_path):
     (tmp_path / "config.json").write_text("{}")
-    one_line_error(*run("eval", "--run", tmp_path)[::2], "tokenizer.json not found")
+    one_line_error(*run("eval", "--run", tmp_path)[::2], "config.json: not a run config")
+    (tmp_path / "config.json").write_text('{"model": {}, "train": {}}')
+    one_line_error(*run("eval", "--run", tmp_path)[::2], "tokenizer.json: not found")
     (tmp_path / "tokenizer.json").write_text("{}")
     (tmp_path / "config.json").write_text("{not json")
     one_line_error(*run("eval", "--run", tmp_path)[::2], "config.json: not valid JSON")

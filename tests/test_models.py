@@ -164,7 +164,7 @@ def test_save_load_round_trip(tmp_path, kind, attention):
     x = ids(2, 8)
     args = (x, x[:, :5]) if kind == "seq2seq" else (x,)
     torch.testing.assert_close(again(*args), model(*args), rtol=0, atol=0)
-    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["config.json", "model.safetensors"]
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["config.json", "manifest.json", "model.safetensors"]
 
 
 def test_bad_checkpoints_are_rejected_clearly(tmp_path):

@@ -1,33 +1,23 @@
 """What eval and generate share: reading a run folder, plain metrics, the device."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
-from ..checkpoint import latest_checkpoint
-from ..data.tokenizer import FILENAME as TOKENIZER_FILE
 from ..overrides import UsageError
+from ..runs import load_run_tokenizer, read_run_config, run_model_folder
 
 
-def load_run(run: str) -> tuple[dict, Path]:
-    """(stored config dict, model folder) of a run folder; the final model, else the latest checkpoint."""
+def load_run(run: str):
+    """(stored config dict, model folder, tokenizer) of a run folder; the final model, else the latest
+    checkpoint (with a note). Missing or damaged files are one-line errors naming the file."""
     folder = Path(run)
-    if not (folder / "config.json").is_file():
-        raise UsageError(f"{folder} is not a run folder (no config.json); give the --out of a train run")
-    if not (folder / TOKENIZER_FILE).is_file():
-        raise UsageError(f"{folder / TOKENIZER_FILE} not found; the run folder is incomplete")
-    try:
-        stored = json.loads((folder / "config.json").read_text())
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{folder / 'config.json'}: not valid JSON ({e.msg} at line {e.lineno})") from None
-    model_dir = folder / "model"
-    if not (model_dir / "model.safetensors").is_file():
-        model_dir = latest_checkpoint(folder)
-        if model_dir is None:
-            raise UsageError(f"{folder} has no model yet (no model/ and no checkpoint)")
+    stored = read_run_config(folder)
+    tokenizer = load_run_tokenizer(folder)
+    model_dir, finished = run_model_folder(folder)
+    if not finished:
         print(f"note: {folder} is not finished; using checkpoint {model_dir.name}", file=sys.stderr)
-    return stored, model_dir
+    return stored, model_dir, tokenizer
 
 
 def plain(metrics: dict | None) -> dict:
@@ -41,5 +31,5 @@ def device_of(name: str) -> str:
 
     try:
         return str(resolve_device(name))
-    except ValueError as e:  # resolve_device raises a plain ValueError for a bad or missing device
+    except ValueError as e:  # a bad or missing device
         raise UsageError(str(e)) from None

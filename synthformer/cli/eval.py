@@ -22,11 +22,10 @@ def add_parser(sub):
 def run(args, rest: list[str]) -> int:
     import torch
 
-    from ..data import load_tokenizer
     from ..model import load
     from ..train import evaluate, prepare_data
 
-    stored, model_dir = load_run(args.run)
+    stored, model_dir, tokenizer = load_run(args.run)
     train_over, model_over = parse_overrides(rest)
     if model_over:
         raise UsageError(f"eval takes train options only, got model options {sorted(model_over)}")
@@ -36,8 +35,8 @@ def run(args, rest: list[str]) -> int:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     model = load(model_dir, device=device_of(cfg.device))
-    data = prepare_data(cfg, cfg.seq_len or model.config.max_seq_len, load_tokenizer(args.run),
-                        log=lambda m: print(m, file=sys.stderr))
+    data = prepare_data(cfg, cfg.seq_len or model.config.max_seq_len, tokenizer,
+                        log=lambda m: print(m, file=sys.stderr), pooling=model.config.pooling)
     if args.split not in data.encoded:
         raise UsageError(f"the data has no {args.split!r} split")
     metrics = evaluate(data.task, model, data, cfg, split=args.split, max_batches=args.max_batches)

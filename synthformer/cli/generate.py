@@ -45,15 +45,13 @@ def decoding_options(args) -> dict:
 def run(args, rest: list[str]) -> int:
     import torch
 
-    from ..data import load_tokenizer
     from ..model import load
 
     if rest:
         raise UsageError(f"unexpected arguments {rest}; see `synthformer generate --help`")
     options = decoding_options(args)
-    _, model_dir = load_run(args.run)
+    _, model_dir, tok = load_run(args.run)
     model = load(model_dir, device=device_of(args.device))
-    tok = load_tokenizer(args.run)
     cfg = model.config
     device = next(model.parameters()).device
     torch.manual_seed(args.seed)

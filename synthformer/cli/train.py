@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from ..overrides import UsageError, field_help, make_model_config, make_train_config, parse_overrides
+from ..runs import read_run_config
 from ._runs import plain
 
 NAME = "train"
@@ -30,13 +31,12 @@ def run(args, rest: list[str]) -> int:
         out = train_over.pop("out", None)
         if not out:
             raise UsageError("--resume needs --out RUN_FOLDER (the run to continue)")
-        file = Path(out) / "config.json"
-        if not file.is_file():
-            raise UsageError(f"nothing to resume: {file} not found")
+        if not (Path(out) / "config.json").is_file():
+            raise UsageError(f"nothing to resume: {Path(out) / 'config.json'} not found")
         fixed = [k for k in train_over if k not in RESUME_FREE]
         if fixed:
             raise UsageError(f"cannot change {', '.join(fixed)} when resuming; only {', '.join(RESUME_FREE)} may change")
-        stored = json.loads(file.read_text())["train"]
+        stored = read_run_config(out)["train"]
         stored["stop_after"] = None  # a stop is for one invocation only
         cfg = make_train_config({**stored, **train_over, "out": out, "resume": True})
         result = train(cfg)
@@ -44,7 +44,7 @@ def run(args, rest: list[str]) -> int:
         cfg = make_train_config(train_over)
         make_model_config(cfg.preset, model_over)  # a bad model option fails before any data is read
         result = train(cfg, model_over)
-    if "stopped_at" not in result:
+    if "stopped_at" not in result and result.get("rank", 0) == 0:  # one summary line, from rank 0
         print(json.dumps({"out": result["out"], "step": result["step"], "valid": plain(result["valid"]),
                           "tokens_per_s": round(result["tokens_per_s"], 1)}))
     return 0
