@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..prepare import DataError, DataFileNotFoundError, SourceNotInstalledError, fetch_debian_package
 from ..prepare import cache_dir as data_cache_dir
-from . import bible, chitchat, fashion_mnist, fortunes, listops, sentiment
+from . import bible, chitchat, fashion_mnist, fortunes, listops, manpages, sentiment
 from .base import SPLIT_FRACTIONS, TASKS, DataSplits, Source, SourceInfo, split_by_hash
 from .user_files import load_user
 
@@ -42,6 +42,7 @@ SOURCES: dict[str, Source] = {
     "sentiment": sentiment.SENTIMENT,
     "listops": listops.LISTOPS,
     "listops-lra": listops.LISTOPS_LRA,
+    "manpages-summ": manpages.MANPAGES_SUMM,
 }
 DEFAULT_SOURCE = "chitchat"
 
