@@ -13,8 +13,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ..attention import SyntheticAttention, parse_synthesizers, short_spec
-from ..mixers import MIXERS, build_mixer
+from ..mixers.registry import build_token_mixer, display_name, resolve_mixer
 from ..model import ModelConfig, build_model
 
 DEFAULT_VARIANTS = "V,R,Fix,FR,D,R+V,D+V,dynamicconv,lightconv"
@@ -43,9 +42,7 @@ class Case:
 
 def canonical_variant(name: str) -> str:
     """Baseline names stay as they are (lower case); synthesizer specs become the paper's notation."""
-    if name.lower() in MIXERS:
-        return name.lower()
-    return short_spec(parse_synthesizers(name))
+    return display_name(name)
 
 
 def _baseline_flops(name: str, t: int, b: int, length: int, d: int, h: int, kernel: int, linformer_k: int) -> int:
@@ -65,11 +62,12 @@ def layer_flops(variant: str, b: int, length: int, d: int, h: int, n: int, k_fr:
     kernel = config_default("kernel_size") if kernel is None else kernel
     linformer_k = config_default("linformer_k") if linformer_k is None else linformer_k
     t, dh = b * length, d // h
-    if variant.lower() in MIXERS:
-        return float(_baseline_flops(variant.lower(), t, b, length, d, h, kernel, linformer_k))
+    spec = resolve_mixer(variant)
+    if spec.is_baseline:
+        return float(_baseline_flops(spec.name, t, b, length, d, h, kernel, linformer_k))
     flop = 2 * t * d * d * 2  # value and output projections
     pv = 2 * b * h * length * length * dh  # weights @ values
-    for m in parse_synthesizers(variant):
+    for m in spec.members:
         if m == "vanilla":
             flop += 2 * t * d * d * 2 + 2 * b * h * length * length * dh
         elif m == "dense":
@@ -82,9 +80,7 @@ def layer_flops(variant: str, b: int, length: int, d: int, h: int, n: int, k_fr:
 
 
 def _layer(variant: str, d: int, h: int, n: int, causal: bool):
-    if variant in MIXERS:
-        return build_mixer(variant, d, h, n, causal=causal)
-    return SyntheticAttention(d, h, n, variant, causal=causal)
+    return build_token_mixer(variant, embed_dim=d, num_heads=h, max_seq_len=n, causal=causal)
 
 
 def _set_grads_none(module):
