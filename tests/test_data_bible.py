@@ -155,3 +155,37 @@ def test_no_chapter_in_two_splits(pairs):
     chapters = {name: {i.rsplit(".", 1)[0] for i in s.meta["ids"][name]} for name in ("train", "valid", "test")}
     assert not chapters["train"] & chapters["valid"] and not chapters["train"] & chapters["test"]
     assert not chapters["valid"] & chapters["test"] and len(chapters["valid"]) > 30
+
+
+def test_bible_paraphrase_real():
+    """KJV/WEB pairs: balanced, one positive and one nearby negative per verse, chapters whole."""
+    from synthformer.data.sources.bible import NEGATIVE_MAX_DISTANCE, PAIR_SEPARATOR, verses
+
+    _prepared("bible-kjv", "bible-web")
+    d = load_source("bible-paraphrase")
+    assert d.task == "classify" and d.meta["labels"] == ["different", "paraphrase"]
+    assert d.meta["pair_separator"] == PAIR_SEPARATOR
+    assert len(d.train) > 50_000 and len(d.valid) > 2000 and len(d.test) > 2000
+    web = dict(verses("web"))
+    chapters = {}
+    for split in ("train", "valid", "test"):
+        examples, ids = getattr(d, split), d.meta["ids"][split]
+        assert sum(y for _, y in examples) * 2 == len(examples)  # balanced exactly
+        by_id = {}
+        for vid, (x, y) in zip(ids, examples):
+            assert x.count(PAIR_SEPARATOR) == 1
+            by_id.setdefault(vid, {})[y] = x.split(PAIR_SEPARATOR)
+            chapters.setdefault(vid.rsplit(".", 1)[0], set()).add(split)
+        for vid, pair in by_id.items():
+            book, ch, v = vid.split(".")
+            (kjv_pos, web_pos), (kjv_neg, web_neg) = pair[1], pair[0]
+            assert kjv_pos == kjv_neg and web_pos == web[(book, int(ch), int(v))] and web_neg != web_pos
+            near = [web.get((book, int(ch), int(v) + dv)) for dv in range(-NEGATIVE_MAX_DISTANCE,
+                                                                          NEGATIVE_MAX_DISTANCE + 1) if dv]
+            assert web_neg in near, vid  # a nearby verse of the same chapter
+    assert all(len(s) == 1 for s in chapters.values())  # no chapter in two splits
+    assert "Luke.17" in d.meta["chapters_skipped"] and "Luke.17" not in chapters  # WEB omits 17:36
+    assert "Rev.22.21" not in d.meta["ids"]["train"] + d.meta["ids"]["valid"] + d.meta["ids"]["test"]
+    john = dict(zip(d.meta["ids"]["train"] + d.meta["ids"]["valid"] + d.meta["ids"]["test"],
+                    d.train + d.valid + d.test))  # the last example of each id: its negative
+    assert "John.3.16" in john and john["John.3.16"][0].startswith("For God so loved the world")

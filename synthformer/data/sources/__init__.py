@@ -37,6 +37,7 @@ SOURCES: dict[str, Source] = {
     "bible-en-es": bible.EN_ES,
     "bible-kjv": bible.KJV,
     "bible-web": bible.WEB,
+    "bible-paraphrase": bible.PARAPHRASE,
     "fortunes": fortunes.FORTUNES,
     "fashion-mnist": fashion_mnist.FASHION_MNIST,
     "sentiment": sentiment.SENTIMENT,
