@@ -168,6 +168,20 @@ def test_chitchat_real():
     assert (len(small.train), len(small.valid), len(small.test)) == (50, 5, 5)
 
 
+def test_chitchat_dialogue_context():
+    """seq2seq with context_turns=N: the source is the last N turns before the response."""
+    lm = load_source("chitchat", "lm")
+    one = load_source("chitchat", "seq2seq")
+    three = load_source("chitchat", "seq2seq", context_turns=3)
+    assert len(three.train) == len(one.train) and [r for _, r in three.train] == [r for _, r in one.train]
+    turns = lm.train[0].split("\n")
+    for i in range(1, len(turns)):  # the first conversation's pairs come first
+        assert three.train[i - 1] == ("\n".join(turns[max(0, i - 3):i]), turns[i])
+    assert max(c.count("\n") for c, _ in three.train) == 2 and three.meta["context_turns"] == 3
+    with pytest.raises(DataError, match="context_turns"):
+        load_source("chitchat", "seq2seq", context_turns=0)
+
+
 def test_bible_en_es_real():
     _prepared("bible-en-es")
     s = load_source("bible-en-es", "seq2seq")

@@ -6,6 +6,7 @@ import functools
 import json
 from pathlib import Path
 
+from ..prepare import DataError
 from .base import Source, capped, module_installed, no_options, split_by_hash
 
 TURN_SEPARATOR = "\n"  # between turns of a conversation (lm documents)
@@ -30,15 +31,18 @@ def conversations() -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple(out)
 
 
-def load(task: str, max_examples, seed, **options) -> tuple[tuple, dict]:
+def load(task: str, max_examples, seed, context_turns: int = 1, **options) -> tuple[tuple, dict]:
     """Chit Chat Challenge conversations (PyPI `chitchat-dataset`, MIT).
 
     A conversation is a list of turns (consecutive messages of one speaker, joined by a space).
-    lm: one document per conversation, turns joined by a newline. seq2seq: (turn i, turn i+1)
-    pairs within each conversation. Verbatim duplicate conversations are kept once (6,233 remain);
+    lm: one document per conversation, turns joined by a newline. seq2seq: (context, response)
+    pairs within each conversation: the response is turn i+1, the context turn i, or with
+    ``context_turns=N`` up to N turns ending at turn i joined by a newline (dialogue history). Verbatim duplicate conversations are kept once (6,233 remain);
     split 90/5/5 by hash of the conversation text, so no conversation is in two splits.
     """
     no_options("chitchat", options)
+    if not isinstance(context_turns, int) or context_turns < 1:
+        raise DataError(f"chitchat context_turns must be a positive integer, got {context_turns!r}")
     convs, seen = [], set()
     for cid, turns in conversations():
         if turns not in seen:  # 935 of the 7,168 conversations are verbatim copies of another
@@ -48,9 +52,10 @@ def load(task: str, max_examples, seed, **options) -> tuple[tuple, dict]:
     if task == "lm":
         out = tuple([TURN_SEPARATOR.join(turns) for _, turns in s] for s in splits)
     else:
-        out = tuple([(a, b) for _, turns in s for a, b in zip(turns, turns[1:])] for s in splits)
+        out = tuple([(TURN_SEPARATOR.join(turns[max(0, i - context_turns):i]), turns[i])
+                     for _, turns in s for i in range(1, len(turns))] for s in splits)
     return capped(out, max_examples, seed), {"split": "90/5/5 by SHA-1 of conversation text, duplicates dropped",
-                                            "turn_separator": TURN_SEPARATOR}
+                                            "turn_separator": TURN_SEPARATOR, "context_turns": context_turns}
 
 
 CHITCHAT = Source(load, ("lm", "seq2seq"),
