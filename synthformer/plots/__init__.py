@@ -72,7 +72,9 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("--init", action=argparse.BooleanOptionalAction, default=True,
                    help="also the model as initialised (build_model under the run's seed)")
     h.add_argument("--examples", type=int, default=8, help="validation examples (LM: blocks) to collect weights on")
-    h.add_argument("--bins", type=int, default=50, help="bins over [0, 1]")
+    h.add_argument("--bins", type=int, default=50, help="bins from 0 to the largest weight")
+    h.add_argument("--log-bins", action="store_true",
+                   help="logarithmic bins and weight axis (long inputs: most weights are near 1/length)")
     h.add_argument("--out", default=None,
                    help="image to write (.png, .svg or .pdf); default RUN/histograms.png (one run) or histograms.png")
     return p
@@ -135,7 +137,7 @@ def _histograms(args) -> int:
     hists = []
     for run, label in zip(runs, run_labels(runs)):
         inp = run_input(run, args.text, args.examples)
-        hists += weight_histograms(run, inp, label, args.layers, args.init, args.bins, args.cross)
+        hists += weight_histograms(run, inp, label, args.layers, args.init, args.bins, args.cross, args.log_bins)
     out = out or (runs[0].folder / "histograms.png" if len(runs) == 1 else Path("histograms.png"))
     plot_histograms(hists, out, args.title)
     print(f"wrote {out}")

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InputError
-from .style import check_out, colour_map, distinct_labels, pyplot
+from .style import check_out, colour_map, distinct_labels, log_ticks, pyplot
 from .weights import (ModelInput, Run, Site, capture, histogram, initial_model, learned_table, select_layers,
                       sites, text_input, token_labels, validation_input, weight_values)
 
@@ -69,9 +69,7 @@ def attention_maps(run: Run, inp: ModelInput, layers: str | None = None, example
         if _table(s):
             n = length or int(q_real.sum())
             w, source = learned_table(s.module, n).cpu(), "learned table"
-            same = n == len(q_ids)
-            q_lab = token_labels(run, q_ids) if same else None
-            maps.append(Heatmap(s, w, source, q_lab, q_lab))
+            maps.append(Heatmap(s, w, source, None, None))  # a table of positions: position ticks, not tokens
             continue
         w = captured[s.key][example][:, q_real.cpu()][:, :, k_real.cpu()]  # (H, Lq real, Lk real)
         maps.append(Heatmap(s, w, "input", token_labels(run, q_ids), token_labels(run, k_ids)))
@@ -97,19 +95,25 @@ def plot_attention(run: Run, maps: list[Heatmap], out: str | Path, title: str | 
     size = 2.6 if heads > 2 else 3.4
     fig, axes = plt.subplots(len(maps), heads, figsize=(size * heads + 1.0, size * len(maps) + 0.6),
                              squeeze=False, layout="constrained")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="white")  # masked (future) entries blank, not 0
     for m, row in zip(maps, axes):
-        vmax = float(m.weights.max()) or 1.0
+        w = m.weights.clone()
+        if m.site.causal:
+            w.masked_fill_(~torch.ones(w.shape[-2:], dtype=torch.bool).tril(), float("nan"))
+        seen = w[~w.isnan()]
+        # the 99th percentile: a causal first row (weight 1) would otherwise darken everything else
+        vmax = float(torch.quantile(seen, 0.99)) if seen.numel() else 1.0
         im = None
         for h, ax in enumerate(row):
-            if h >= m.weights.shape[0]:
+            if h >= w.shape[0]:
                 ax.axis("off")
                 continue
-            im = ax.imshow(m.weights[h].numpy(), cmap="viridis", vmin=0.0, vmax=vmax, interpolation="nearest",
+            im = ax.imshow(w[h].numpy(), cmap=cmap, vmin=0.0, vmax=vmax or 1.0, interpolation="nearest",
                            aspect="auto")
             what = "learned" if m.source == "learned table" else "on input"
             ax.set_title(f"{m.site.label} {m.site.spec} ({what}) · head {h + 1}", fontsize=8)
             _ticks(ax, m.query_tokens, m.key_tokens, m.weights.shape[1:])
-        fig.colorbar(im, ax=list(row), shrink=0.8, pad=0.01).ax.tick_params(labelsize=7)
+        fig.colorbar(im, ax=list(row), shrink=0.8, pad=0.01, extend="max").ax.tick_params(labelsize=7)
     fig.suptitle(title or f"{run.name} attention weights · {run.folder.name}", fontsize=10)
     fig.savefig(out, dpi=110)
     plt.close(fig)
@@ -127,8 +131,9 @@ def _ticks(ax, q_tokens, k_tokens, shape) -> None:
         for axis in (ax.xaxis, ax.yaxis):
             axis.set_major_locator(MaxNLocator(5, integer=True))
         ax.tick_params(labelsize=7)
-    ax.set_xlabel("key", fontsize=7)
-    ax.set_ylabel("query", fontsize=7)
+    what = "" if q_tokens is not None else " position"
+    ax.set_xlabel(f"key{what}", fontsize=7)
+    ax.set_ylabel(f"query{what}", fontsize=7)
 
 
 # ----------------------------------------------------------------------------- histograms
@@ -148,10 +153,10 @@ class Histogram:
 
 
 def weight_histograms(run: Run, inp: ModelInput, label: str, layers: str | None = None, init: bool = True,
-                      bins: int = 50, cross: bool = False) -> list[Histogram]:
+                      bins: int = 50, cross: bool = False, log: bool = False) -> list[Histogram]:
     """Histograms of the chosen layers (default first, middle, last of each stack) on ``inp``: the
     weights every head gives every key a real query may attend to; with ``init`` the same for the
-    run's model as initialised."""
+    run's model as initialised. ``log``: logarithmic bins (see `weights.histogram`)."""
     if bins < 1:
         raise InputError(f"--bins {bins} must be >= 1")
     chosen = select_layers(sites(run.model, cross), layers, default="spread")
@@ -160,20 +165,23 @@ def weight_histograms(run: Run, inp: ModelInput, label: str, layers: str | None 
         raise InputError(no_weights_message(run, chosen))
     models = [("trained", run.model)] + ([("initial", initial_model(run))] if init else [])
     out = []
-    for state, model in models:
+    for state, model in models:  # trained first, then initial; sorted per layer below
         by_key = {s.key: s for s in select_layers(sites(model, cross), layers, default="spread")}
         captured = capture(model, inp, [by_key[s.key] for s in usable])
         for s in usable:
             v = weight_values(s, inp, captured[s.key])
-            counts, edges = histogram(v, bins)
+            counts, edges = histogram(v, bins, log)
             out.append(Histogram(label, s, state, counts, edges, v.numel(), float(v.mean()),
                                  float(v.std()) if v.numel() > 1 else 0.0, float(v.max())))
-    return out
+    order = {s.key: i for i, s in enumerate(usable)}
+    return sorted(out, key=lambda h: order[h.site.key])  # per layer: trained, initial
 
 
 def plot_histograms(hists: list[Histogram], out: str | Path, title: str | None = None) -> Path:
-    """Figure 2-3 style: one panel per layer (rows: encoder, decoder, cross; columns: layers), the
-    fraction of weights per bin on a log scale; one colour per run, solid trained, dashed initial."""
+    """Figure 2-3 style: one panel per layer (rows: encoder, decoder, cross; columns: layers); one colour
+    per run in every panel, solid trained, dashed initial. Linear bins show the density (fraction of
+    weights per unit of weight), logarithmic bins the fraction per decade, so runs with different
+    bins compare; the y axis is logarithmic (the tails are where variants differ)."""
     plt = pyplot()
     out = check_out(out)
     groups = list(dict.fromkeys((h.site.stack, h.site.part) for h in hists))
@@ -182,24 +190,28 @@ def plot_histograms(hists: list[Histogram], out: str | Path, title: str | None =
     colour = colour_map(h.label for h in hists)
     fig, axes = plt.subplots(len(groups), ncols, figsize=(4.2 * ncols, 3.3 * len(groups)), squeeze=False,
                              layout="constrained")
-    top = max(h.max for h in hists)
-    xmax = min(1.0, max(0.05, top * 1.05))
     for g, row in zip(groups, axes):
         for ax in row[len(columns[g]):]:
             ax.axis("off")
         for index, ax in zip(columns[g], row):
             here = [h for h in hists if (h.site.stack, h.site.part, h.site.index) == (*g, index)]
+            log = _log_bins(here[0].edges)
             for h in here:
-                frac = (h.counts.double() / max(h.values, 1)).numpy()
-                ax.stairs(frac, h.edges.numpy(), color=colour[h.label], lw=1.6 if h.state == "trained" else 1.1,
+                e = h.edges
+                width = (e[1:].log10() - e[:-1].log10()) if log else (e[1:] - e[:-1])
+                y = (h.counts.double() / max(h.values, 1) / width).numpy()
+                ax.stairs(y, e.numpy(), color=colour[h.label], lw=1.6 if h.state == "trained" else 1.1,
                           ls="-" if h.state == "trained" else "--", alpha=1.0 if h.state == "trained" else 0.8,
                           label=f"{h.label} {h.state}")
             ax.set_title(here[0].site.label, fontsize=9)
             ax.set_yscale("log")
-            ax.set_xlim(0.0, xmax)
+            if log:
+                ax.set_xscale("log")
+            else:
+                ax.set_xlim(0.0, None)
+            _plain_log_ticks(ax, log)
             ax.set_xlabel("attention weight", fontsize=8)
-            ax.set_ylabel("fraction of weights", fontsize=8)
-            ax.tick_params(labelsize=7)
+            ax.set_ylabel("fraction per decade" if log else "density", fontsize=8)
             ax.grid(alpha=0.3, which="major")
     axes[0][0].legend(fontsize=7)
     if title:
@@ -207,6 +219,16 @@ def plot_histograms(hists: list[Histogram], out: str | Path, title: str | None =
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+def _log_bins(edges: Tensor) -> bool:
+    return bool(edges[0] > 0)
+
+
+def _plain_log_ticks(ax, log_x: bool) -> None:
+    for axis in [ax.yaxis] + ([ax.xaxis] if log_x else []):
+        log_ticks(axis)
+    ax.tick_params(which="both", labelsize=7)
 
 
 def run_labels(runs: list[Run]) -> list[str]:

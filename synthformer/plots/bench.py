@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from ..errors import InputError
-from .style import check_out, colour_map, engineering, integer_ticks, ordered, pyplot, short_tails
+from .style import check_out, colour_map, integer_ticks, log_ticks, ordered, pyplot, short_tails
 
 REQUIRED = {"variant", "scope", "mode", "length", "tokens_per_s"}
 
@@ -55,16 +55,26 @@ def label_rows(rows: list[dict]) -> list[dict]:
 
 def plot_bench(rows: list[dict], out: str | Path, title: str | None = None) -> Path:
     """Speed and memory against length, one row of panels per (scope, mode); one colour per variant
-    (or per variant and file, see `label_rows`) in every panel."""
-    plt = pyplot()
+    (or per variant and file, see `label_rows`) in every panel; saved by extension (PNG, SVG, PDF)."""
     out = check_out(out)
+    fig = bench_figure(rows, title)
+    fig.savefig(out, dpi=110)
+    pyplot().close(fig)
+    return out
+
+
+def bench_figure(rows: list[dict], title: str | None = None):
+    """The matplotlib Figure of `plot_bench`."""
+    plt = pyplot()
     rows = label_rows([{"_file": "", **r} for r in rows])
     latest: dict = {}
     for r in rows:  # last row of a case wins
         latest[(r["scope"], r["mode"], r["label"], r["length"])] = r
     panels = sorted({(s, m) for s, m, _, _ in latest})
     color = colour_map(r["label"] for r in rows)
-    fig, axes = plt.subplots(len(panels), 2, figsize=(11, 3.6 * len(panels)), squeeze=False)
+    legend_cols = 1 if len(color) <= 24 else 2
+    fig, axes = plt.subplots(len(panels), 2, figsize=(11 + 2.2 * legend_cols, 3.6 * len(panels)), squeeze=False,
+                             layout="constrained")
     for (scope, mode), (ax_s, ax_m) in zip(panels, axes):
         labels = ordered(lab for s, m, lab, _ in latest if (s, m) == (scope, mode))
         lengths = set()
@@ -80,9 +90,9 @@ def plot_bench(rows: list[dict], out: str | Path, title: str | None = None) -> P
             mem = [(x, p[1].get(mem_key)) for x, p in zip(xs, pts) if p[1].get(mem_key)]
             if mem:
                 ax_m.plot([m[0] for m in mem], [m[1] / 2**20 for m in mem], label=lab, **style)
-        sample = next(r for (s, m, _, _), r in latest.items() if (s, m) == (scope, mode))
-        where = f"{sample.get('device', '?')}, {sample.get('threads', '?')} thr, {sample.get('dtype', '?')}"
-        ax_s.set_title(f"{scope} {mode}: speed ({where})", fontsize=9)
+        where = "; ".join(dict.fromkeys(f"{r.get('device', '?')}, {r.get('threads', '?')} thr, {r.get('dtype', '?')}"
+                                        for (s, m, _, _), r in latest.items() if (s, m) == (scope, mode)))
+        ax_s.set_title(f"{scope} {mode}: speed\n{where}", fontsize=9)
         ax_s.set_ylabel("decoded tokens/s" if mode == "decode" else "tokens/s")
         ax_m.set_title(f"{scope} {mode}: {'cache size' if mode == 'decode' else 'peak memory'}", fontsize=9)
         ax_m.set_ylabel("MiB")
@@ -90,15 +100,17 @@ def plot_bench(rows: list[dict], out: str | Path, title: str | None = None) -> P
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             integer_ticks(ax.xaxis, lengths)  # the measured lengths, written out (not 2^7)
-            engineering(ax.yaxis)
+            log_ticks(ax.yaxis)  # 100k tokens/s, 0.5 MiB: plain numbers, also on short axes
             ax.tick_params(axis="x", labelrotation=45 if len(lengths) > 7 else 0, labelsize=8)
-            ax.tick_params(axis="y", labelsize=8)
+            ax.tick_params(axis="y", which="both", labelsize=7)
             ax.set_xlabel("sequence length")
             ax.grid(alpha=0.3, which="both")
-        ax_s.legend(fontsize=7, ncol=2)
+    handles = {}
+    for ax in axes.flat:  # one legend for the figure: a label has the same colour in every panel
+        for line in ax.get_lines():
+            handles.setdefault(line.get_label(), line)
+    labels = ordered(handles)
+    fig.legend([handles[lab] for lab in labels], labels, loc="outside right upper", fontsize=7, ncol=legend_cols)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return fig

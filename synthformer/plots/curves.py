@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..runs import read_metrics
-from .style import check_out, colour_map, distinct_labels, engineering, ordered, pyplot
+from .style import check_out, colour_map, distinct_labels, human, log_ticks, ordered, pyplot
 
 
 def find_runs(paths: list[str]) -> tuple[dict[str, Path], str]:
@@ -23,7 +23,11 @@ def find_runs(paths: list[str]) -> tuple[dict[str, Path], str]:
             raise InputError(f"{p}: no metrics.jsonl in it or in its sub-folders; give a run or compare folder "
                              "(the --out of synthformer train / compare)")
         found += runs
-    unique = list({q.resolve(): q for q in reversed(found)}.values())[::-1]  # first mention of each run, in order
+    unique, seen = [], set()
+    for q in found:  # each run once, where first named
+        if q.resolve() not in seen:
+            seen.add(q.resolve())
+            unique.append(q)
     labels = distinct_labels([q.name for q in unique], unique)
     runs = dict(zip(labels, unique))
     config = unique[0] / "config.json"
@@ -37,10 +41,20 @@ def find_runs(paths: list[str]) -> tuple[dict[str, Path], str]:
 def plot_curves(runs: dict[str, str | Path], path: str | Path, task: str = "lm", title: str = "") -> Path:
     """Training loss (smoothed) and the validation main metric against training tokens, one line per
     run in the same colour in both panels; saved by extension (PNG, SVG, PDF)."""
+    path = check_out(path)
+    fig = curves_figure(runs, task, title)
+    fig.savefig(path, dpi=120)
+    pyplot().close(fig)
+    return path
+
+
+def curves_figure(runs: dict[str, str | Path], task: str = "lm", title: str = ""):
+    """The matplotlib Figure of `plot_curves`."""
     from ..report import LOWER_IS_BETTER, METRIC_COLUMNS
 
     plt = pyplot()
-    path = check_out(path)
+    from matplotlib.ticker import FuncFormatter
+
     metric_title, key, _ = METRIC_COLUMNS.get(task, [("loss", "loss", "")])[0]
     metric_title = metric_title.replace("valid ", "")
     colour = colour_map(runs)
@@ -50,34 +64,26 @@ def plot_curves(runs: dict[str, str | Path], path: str | Path, task: str = "lm",
         train = [r for r in rows if r["split"] == "train" and r.get("loss") is not None]
         valid = [r for r in rows if r["split"] == "valid" and r.get(key) is not None]
         style = dict(color=colour[name], label=name, lw=2.0 if name == "V" else 1.4)
-        if train:
-            ax_train.plot([r["tokens"] for r in train], smooth([r["loss"] for r in train]), **style)
+        if train:  # a single point gets a marker, or it would not show
+            ax_train.plot([r["tokens"] for r in train], smooth([r["loss"] for r in train]),
+                          marker="o" if len(train) == 1 else None, ms=3, **style)
         if valid:
             ax_valid.plot([r["tokens"] for r in valid], [r[key] for r in valid], marker="o", ms=3, **style)
     ax_train.set(xlabel="training tokens", ylabel="training loss (smoothed)", title="training loss")
     ax_valid.set(xlabel="training tokens", ylabel=f"validation {metric_title}", title=f"validation {metric_title}")
     if key in LOWER_IS_BETTER:
         ax_valid.set_yscale("log")
-        ax_valid.yaxis.set_minor_formatter(_plain())
-        ax_valid.yaxis.set_major_formatter(_plain())
+        log_ticks(ax_valid.yaxis)
     for ax in (ax_train, ax_valid):
-        engineering(ax.xaxis)  # 200k, 1.5M tokens instead of 1e6 offsets
-        ax.tick_params(labelsize=8)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: human(x)))  # 200k, 1.5M tokens, not 1e6 offsets
+        ax.tick_params(which="both", labelsize=8)
         ax.grid(alpha=0.3, which="both")
         if ax.lines:
             ax.legend(fontsize=8)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
-def _plain():
-    from matplotlib.ticker import FormatStrFormatter
-
-    return FormatStrFormatter("%g")
+    return fig
 
 
 def smooth(values: list[float], alpha: float = 0.3) -> list[float]:

@@ -38,8 +38,11 @@ def colour_map(labels) -> dict[str, tuple]:
     """One colour per label for the whole figure (every panel draws a label in the same colour)."""
     plt = pyplot()
     labels = ordered(labels)
+    if len(labels) > 20:  # past tab20: evenly spaced colours of one wide map, still one per label
+        wide = plt.get_cmap("turbo")
+        return {v: wide(i / (len(labels) - 1)) for i, v in enumerate(labels)}
     palette = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
-    return {v: palette(i % palette.N) for i, v in enumerate(labels)}
+    return {v: palette(i) for i, v in enumerate(labels)}
 
 
 def short_tails(paths: list[str | Path]) -> list[str]:
@@ -79,14 +82,6 @@ def distinct_labels(names: list[str], paths: list[str | Path]) -> list[str]:
     return labels
 
 
-def engineering(axis) -> None:
-    """Tick labels such as 10k, 1.5M on a count or rate axis (instead of 1e6 offsets or 10^4)."""
-    from matplotlib.ticker import EngFormatter, NullFormatter
-
-    axis.set_major_formatter(EngFormatter(sep=""))
-    axis.set_minor_formatter(NullFormatter())  # log axes label minor ticks too: unreadable when crowded
-
-
 def integer_ticks(axis, values) -> None:
     """Ticks at exactly ``values`` (e.g. the benchmarked lengths on a log axis), written as integers."""
     from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
@@ -97,3 +92,25 @@ def integer_ticks(axis, values) -> None:
     fmt = ScalarFormatter()
     fmt.set_scientific(False)
     axis.set_major_formatter(fmt)
+
+
+def human(x: float) -> str:
+    """0.02, 3, 250, 12k, 1.5M: short plain numbers for tick labels."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:g}{suffix}"
+    return f"{x:g}"
+
+
+def log_ticks(axis) -> None:
+    """A log axis labelled with plain numbers (`human`), minor ticks labelled too where the axis spans
+    less than about a decade (else a short axis would have no label at all)."""
+    from matplotlib.ticker import LogFormatter
+
+    class Plain(LogFormatter):
+        def _num_to_string(self, x, vmin, vmax):
+            return human(x)
+
+    axis.set_major_formatter(Plain(labelOnlyBase=False, minor_thresholds=(1, 0.5)))
+    axis.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(1, 0.5)))
+

@@ -342,11 +342,23 @@ def weight_values(site: Site, inp: ModelInput, weights: Tensor) -> Tensor:
     return w.masked_select(allowed(site, inp, w.shape).expand_as(w))
 
 
-def histogram(values: Tensor, bins: int = 50) -> tuple[Tensor, Tensor]:
-    """(counts (bins,), edges (bins + 1,)) of weights over [0, 1]; every value is counted (1.0 in the
-    last bin), so counts sum to ``values.numel()``."""
-    edges = torch.linspace(0.0, 1.0, bins + 1)
-    idx = (values.clamp(0.0, 1.0) * bins).long().clamp(max=bins - 1)
+def histogram(values: Tensor, bins: int = 50, log: bool = False) -> tuple[Tensor, Tensor]:
+    """(counts (bins,), edges (bins + 1,)) of weights over [0, their max] (``log``: logarithmic bins
+    from the smallest positive weight, at least 1e-8, the weights below it in the first bin). Every
+    value is counted, the max in the last bin: counts sum to ``values.numel()``."""
+    v = values.double().flatten()
+    hi = float(v.max()) if v.numel() else 1.0
+    if hi <= 0:
+        hi = 1.0
+    if log:
+        positive = v[v > 0]
+        lo = max(float(positive.min()) if positive.numel() else hi, 1e-8)
+        lo = min(lo, hi / 10)  # at least a decade, so one weight value still gives a bin to draw
+        edges = torch.logspace(torch.log10(torch.tensor(lo)), torch.log10(torch.tensor(hi)), bins + 1,
+                               dtype=torch.float64)
+    else:
+        edges = torch.linspace(0.0, hi, bins + 1, dtype=torch.float64)
+    idx = (torch.bucketize(v, edges, right=True) - 1).clamp(0, bins - 1)  # [e_i, e_i+1); the max in the last bin
     return torch.bincount(idx, minlength=bins), edges
 
 
