@@ -19,9 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from .attention import parse_synthesizers
-from .attention.registry import short_spec
-from .mixers import MIXERS
+from .mixers.registry import check_slot, display_name
 from .claims import check_kind, select as select_claims, stat
 from .errors import SynthformerError
 from .report import findings, findings_markdown, plot_curves, table_markdown
@@ -48,9 +46,7 @@ COMPARE_KEYS = ("variants", "seeds", "task_kind", "claims")
 
 def variant_name(spec: str) -> str:
     """Canonical display name: the paper's short spec ("R+V") or a baseline mixer name."""
-    if spec.strip().lower() in MIXERS:
-        return spec.strip().lower()
-    return short_spec(parse_synthesizers(spec))
+    return display_name(spec)
 
 
 def seed_list(seed: int, seeds: int) -> list[int]:
@@ -97,12 +93,18 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     to results.json.
     """
     from .checkpoint import RunError
+    from .model import ModelConfig
+    from .runs import load_run_tokenizer
     from .train import TrainConfig, prepare_data, resolve_seq_len, train
 
     names = [variant_name(v) for v in variants]  # unknown names fail here, before any work
     if len(set(names)) != len(names):
-        raise ValueError(f"variants repeat: {names}")
+        raise CompareError(f"variants repeat: {names}; name each variant once")
     base = TrainConfig(**{**DEFAULTS, **train_overrides})
+    # every variant must fit its slot (e.g. linformer cannot be a decoder's self-attention): checked up front
+    causal = base.task == "lm" or (base.task == "seq2seq" and model_overrides.get("decoder_attention") is None)
+    for name in names:
+        check_slot(name, causal=causal, field="variants")
     seed_values_ = seed_list(base.seed, seeds)
     kind = check_kind(kind) if kind else task_kind(base.task, base.data)
     chosen = select_claims(claims)  # unknown claim / table names fail before any work too
@@ -110,6 +112,7 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
         raise RunError(f"{out} already holds a finished comparison (results.json); choose another --out")
     t0 = time.time()
     seq_len = resolve_seq_len(base, model_overrides)
+    pooling = model_overrides.get("pooling", ModelConfig.preset(base.preset).pooling)
     data = None
     rows = []
     total = len(names) * seeds
@@ -126,10 +129,9 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
             else:
                 resume = (run / "config.json").exists()
                 if data is None:
-                    data = prepare_data(base, seq_len, log=log)  # one tokenizer and encoding for all
-                if resume:
-                    from .data import load_tokenizer  # the stored run's own tokenizer
-                    run_data = prepare_data(base, seq_len, load_tokenizer(run), log=log)
+                    data = prepare_data(base, seq_len, log=log, pooling=pooling)  # one tokenizer and encoding for all
+                if resume:  # the stored run's own tokenizer
+                    run_data = prepare_data(base, seq_len, load_run_tokenizer(run), log=log, pooling=pooling)
                 else:
                     run_data = data
                 result = train(dataclasses.replace(cfg, resume=resume), {**model_overrides, "attention": name},
@@ -201,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `synthformer compare` (errors: one line, exit status 2)."""
-    from .cli import UsageError, parse_overrides
+    from .overrides import UsageError, parse_overrides
 
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
@@ -224,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out or Path("runs") / f"compare-{time.strftime('%Y%m%d-%H%M%S')}")
         compare(variants, train_over, model_over, out, seeds=seeds,
                 kind=args.task_kind or section.get("task_kind"), claims=claims)
-    except (ValueError, FileNotFoundError) as e:
+    except SynthformerError as e:
         print(f"synthformer compare: error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
     return 0

@@ -49,6 +49,7 @@ from .integrity import atomic_write_json
 from .model import PRESETS, ModelConfig, build_model, count_parameters, load
 from .runs import (DONE, MetricsLogger, check_folder, load_run_tokenizer, open_run, read_run_config,
                    write_start)
+from .optim import param_groups
 from .task_data import TaskData, prepare_data, resolve_model_config, resolve_seq_len
 from .tasks import TASKS
 from .tasks.base import to_device
@@ -79,7 +80,10 @@ class TrainConfig:
     min_lr_ratio: float = 0.1  # final learning rate as a fraction of lr (cosine / linear decay)
     warmup_steps: int = 100  # linear warm-up from lr/warmup_steps to lr
     schedule: str = "cosine"  # decay after warm-up: cosine | linear | constant
-    weight_decay: float = 0.01  # AdamW decoupled weight decay (matrices only; not biases, norms, tables of positions)
+    weight_decay: float = 0.01  # AdamW decoupled weight decay (weight matrices only; not biases, norms, mixture weights, position tables)
+    table_lr_mult: float = 10.0  # lr multiplier of the synthesizers' position tables (R, R1/R2, Dense F2, FD factors); measured: docs/recipe.md
+    position_lr_mult: float = 1.0  # lr multiplier of the absolute position embedding (x10 hurts every variant; docs/recipe.md)
+    table_weight_decay: float = 0.0  # AdamW decay of the position tables and the position embedding (decay pulls R toward uniform attention)
     beta1: float = 0.9  # AdamW beta1
     beta2: float = 0.98  # AdamW beta2
     grad_clip: float = 1.0  # clip the global gradient norm to this; 0 = off
@@ -138,6 +142,9 @@ _RULES: dict[str, tuple] = {
     "warmup_steps": (lambda v: v >= 0, ">= 0"),
     "schedule": (lambda v: v in SCHEDULES, f"one of {', '.join(SCHEDULES)}"),
     "weight_decay": (lambda v: v >= 0, ">= 0"),
+    "table_lr_mult": (lambda v: v > 0, "> 0"),
+    "position_lr_mult": (lambda v: v > 0, "> 0"),
+    "table_weight_decay": (lambda v: v >= 0, ">= 0"),
     "beta1": (lambda v: 0 <= v < 1, "in [0, 1)"),
     "beta2": (lambda v: 0 <= v < 1, "in [0, 1)"),
     "grad_clip": (lambda v: v >= 0, ">= 0 (0 = off)"),
@@ -228,7 +235,8 @@ def _build(cfg: TrainConfig, model_cfg: ModelConfig, data: TaskData, d: Dist, de
     """Model, optimizer, batches and generators; seeded the same way on every rank."""
     torch.manual_seed(cfg.seed)  # the same initial weights for every variant and every rank
     model = build_model(model_cfg).to(device)
-    optimizer = torch.optim.AdamW(_param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
+    groups = param_groups(model, cfg.weight_decay, cfg.table_lr_mult, cfg.table_weight_decay, cfg.position_lr_mult)
+    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
     batcher = data.task.batches(data.encoded["train"], data.tokenizer, data.seq_len, cfg.batch_size,
                                 max_tokens=cfg.max_tokens, shuffle=True, seed=cfg.seed, rank=d.rank,
                                 world_size=d.world_size)
@@ -291,12 +299,6 @@ def _restore(parts: Parts, out: Path, d: Dist, device: torch.device, say) -> tup
 
 def _new_counters() -> dict:
     return {"tokens": 0, "train_time": 0.0, "timed_tokens": 0, "timed_time": 0.0}
-
-
-def _param_groups(model, weight_decay: float) -> list[dict]:
-    decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
 # ----------------------------------------------------------------------------- the loop
