@@ -232,8 +232,11 @@ def test_histograms_compare_trained_and_initial(runs):
 def test_plot_attention_and_histograms_write_figures(runs, tmp_path):
     code, out, err = plot("attention", "--run", runs["R"], "--out", tmp_path / "a.png")
     assert code == 0, err
-    assert "L1 R (learned table), L2 R (learned table)" in out
+    assert "R: L1 R (learned table), L2 R (learned table)" in out
     assert (tmp_path / "a.png").read_bytes()[:8] == PNG
+    code, out, err = plot("attention", "--run", runs["R"], "--run", runs["V"], "--layers", "1", "--out",
+                          tmp_path / "rv.png")  # Figure 4-5 style: one row per run
+    assert code == 0 and "R: L1 R (learned table)\n" in out and "V: L1 V\n" in out, err
     code, out, err = plot("attention", "--run", runs["V"], "--text", "the cat sat", "--layers", "2")
     assert code == 0, err
     assert (runs["V"] / "attention.png").stat().st_size > 1000 and "L2 V" in out and "L1" not in out

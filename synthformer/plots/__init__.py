@@ -54,13 +54,16 @@ def _parser() -> argparse.ArgumentParser:
                        description="Heatmaps per layer (rows) and head (columns): the learned table softmax(R_h) "
                                    "for R, Fix and FR layers; the weights on a real input for every other layer "
                                    "(V, D, FD, mixtures; lightconv/dynamicconv as banded matrices).")
-    a.add_argument("--run", required=True, help="run folder (synthformer train --out) or one of its checkpoints")
+    a.add_argument("--run", required=True, action="append",
+                   help="run folder (synthformer train --out) or one of its checkpoints; repeat to stack runs' rows "
+                        "(paper Figures 4-5: V, R, FR, D, FD)")
     model_options(a, "layers to draw: all, spread (first, middle, last) or numbers from 1, e.g. 1,3,-1 "
                      "(default: all)")
     a.add_argument("--example", type=int, default=0, help="which validation example to draw")
     a.add_argument("--length", type=int, default=None,
                    help="positions of the learned R tables (default: the input's length)")
-    a.add_argument("--out", default=None, help="image to write (.png, .svg or .pdf); default RUN/attention.png")
+    a.add_argument("--out", default=None,
+                   help="image to write (.png, .svg or .pdf); default RUN/attention.png (one run) or attention.png")
     h = sub.add_parser("histograms", formatter_class=fmt,
                        help="histograms of attention weights at several layers, trained and initial (Figures 2-3)",
                        description="The distribution of the attention weights each layer gives a real input "
@@ -108,18 +111,23 @@ def _runs(args) -> int:
 
 
 def _attention(args) -> int:
-    from .attention import attention_maps, plot_attention, run_input
+    from pathlib import Path
+
+    from .attention import attention_maps, plot_attention, run_input, run_labels
     from .style import check_out
     from .weights import open_run
 
     out = check_out(args.out) if args.out else None
-    run = open_run(args.run, device=args.device)
-    maps = attention_maps(run, run_input(run, args.text, args.example + 1), args.layers, args.example, args.length,
-                          args.cross)
-    out = plot_attention(run, maps, out or run.folder / "attention.png", args.title)
-    layers = ", ".join(f"{m.site.label} {m.site.spec}" + (" (learned table)" if m.source == "learned table" else "")
-                       for m in maps)
-    print(f"wrote {out}: {layers}")
+    runs = [open_run(r, device=args.device) for r in args.run]
+    maps = {label: attention_maps(run, run_input(run, args.text, args.example + 1), args.layers, args.example,
+                                  args.length, args.cross)
+            for run, label in zip(runs, run_labels(runs))}
+    out = out or (runs[0].folder / "attention.png" if len(runs) == 1 else Path("attention.png"))
+    plot_attention(maps, out, args.title)
+    print(f"wrote {out}")
+    for label, ms in maps.items():
+        print(f"  {label}: " + ", ".join(f"{m.site.label} {m.site.spec}"
+                                        + (" (learned table)" if m.source == "learned table" else "") for m in ms))
     return 0
 
 

@@ -11,7 +11,6 @@ The data come from :mod:`synthformer.plots.weights`; the functions here return i
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,16 +86,18 @@ def _real(inp: ModelInput, stack: str, example: int) -> Tensor:
     return torch.ones_like(ids, dtype=torch.bool) if pad is None else ~pad[example]
 
 
-def plot_attention(run: Run, maps: list[Heatmap], out: str | Path, title: str | None = None) -> Path:
-    """One row per layer, one column per head; one colour scale (and bar) per row."""
+def plot_attention(maps: dict[str, list[Heatmap]], out: str | Path, title: str | None = None) -> Path:
+    """One row per layer (of each run in ``maps``, {run label: heatmaps}), one column per head; one
+    colour scale (and bar) per row; entries a causal layer masks are blank."""
     plt = pyplot()
     out = check_out(out)
-    heads = max(m.weights.shape[0] for m in maps)
+    rows = [(label, m) for label, ms in maps.items() for m in ms]
+    heads = max(m.weights.shape[0] for _, m in rows)
     size = 2.6 if heads > 2 else 3.4
-    fig, axes = plt.subplots(len(maps), heads, figsize=(size * heads + 1.0, size * len(maps) + 0.6),
+    fig, axes = plt.subplots(len(rows), heads, figsize=(size * heads + 1.0, size * len(rows) + 0.6),
                              squeeze=False, layout="constrained")
     cmap = plt.get_cmap("viridis").with_extremes(bad="white")  # masked (future) entries blank, not 0
-    for m, row in zip(maps, axes):
+    for (label, m), row in zip(rows, axes):
         w = m.weights.clone()
         if m.site.causal:
             w.masked_fill_(~torch.ones(w.shape[-2:], dtype=torch.bool).tril(), float("nan"))
@@ -111,10 +112,11 @@ def plot_attention(run: Run, maps: list[Heatmap], out: str | Path, title: str | 
             im = ax.imshow(w[h].numpy(), cmap=cmap, vmin=0.0, vmax=vmax or 1.0, interpolation="nearest",
                            aspect="auto")
             what = "learned" if m.source == "learned table" else "on input"
-            ax.set_title(f"{m.site.label} {m.site.spec} ({what}) · head {h + 1}", fontsize=8)
+            name = m.site.spec if len(maps) == 1 else label  # several runs: the run's label names the row
+            ax.set_title(f"{name} {m.site.label} ({what}) · head {h + 1}", fontsize=8)
             _ticks(ax, m.query_tokens, m.key_tokens, m.weights.shape[1:])
         fig.colorbar(im, ax=list(row), shrink=0.8, pad=0.01, extend="max").ax.tick_params(labelsize=7)
-    fig.suptitle(title or f"{run.name} attention weights · {run.folder.name}", fontsize=10)
+    fig.suptitle(title or f"attention weights · {', '.join(maps)}", fontsize=10)
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
@@ -234,7 +236,3 @@ def _plain_log_ticks(ax, log_x: bool) -> None:
 def run_labels(runs: list[Run]) -> list[str]:
     """Each run's mixers (``R+V``), made distinct by folder when two runs share them."""
     return distinct_labels([r.name for r in runs], [r.folder for r in runs])
-
-
-def note(message: str) -> None:
-    print(f"note: {message}", file=sys.stderr)

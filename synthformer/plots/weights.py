@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -256,8 +257,6 @@ def validation_input(run: Run, examples: int = 8) -> ModelInput:
     split = "valid" if splits.valid else "test"
     if not getattr(splits, split):
         raise InputError(f"the run's data {train['data']!r} has no validation examples; give --text")
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # truncation to the trained length is expected here
         encoded = task.encode(getattr(splits, split), run.tokenizer, run.seq_len)
@@ -296,7 +295,7 @@ def text_input(run: Run, text: str) -> ModelInput:
 @torch.no_grad()
 def capture(model: nn.Module, inp: ModelInput, wanted: list[Site]) -> dict[tuple, Tensor]:
     """Run ``model`` on ``inp`` once; returns {site.key: weights (B, H, Lq, Lk), float32} for every
-    wanted site that has an attention matrix (see MATRIX_MIXERS). The model is left as it was."""
+    wanted site that has an attention matrix (see MATRIX_MIXERS), on the CPU. The model is left as it was."""
     found: dict[tuple, Tensor] = {}
     handles = []
     try:
@@ -317,7 +316,7 @@ def _ask_for_weights(module, args, kwargs):
 
 
 def _keep(found: dict, key: tuple, module, args, kwargs, output) -> None:
-    found[key] = output[1].detach().float()
+    found[key] = output[1].detach().float().cpu()
 
 
 def allowed(site: Site, inp: ModelInput, shape: torch.Size) -> Tensor:
