@@ -5,39 +5,30 @@ learnable softmax per head, uniform at start; a single member has no alpha), the
 ``Y = softmax(S + masks) G(X)`` with ``G(X) = X Wv`` per head, dropout on the weights, heads merged,
 output projection.
 
-Two ways to compute the tail, equal to float tolerance (tests/test_attention.py, test_fastpaths.py):
-* the reference path materialises S and the weights: always used when ``need_weights=True``;
-* fast paths (``fast=True``, the default), picked in ``_fast``:
-  - no member depends on the input (R, Fix, FR, Fix+FR): one softmax shared by the whole batch, the
-    batch folded into the value width (one GEMM per head) via :func:`blocked_attention`; long FR goes
-    through the fused kernel instead (O(L) memory); in no-grad eval softmax(R) is cached until the
-    weights change; with key padding a masked-normaliser trick keeps the sharing;
-  - dot-product members only (V, D, FR, D+V, FR+V) or any mixture without gradients (inference):
-    PyTorch's fused ``scaled_dot_product_attention`` (flash on CPU) with the members' features
-    concatenated and widths zero-padded to match, other members as a constant float mask;
-  - a learned full bias next to a dot product (R+V, R+D, FD+V in training): :func:`blocked_attention`,
-    which gives the bias its gradient without (B, H, Lq, Lk) tensors (the fused CPU kernel cannot);
-  - attention dropout in training: the shared softmax or PyTorch's SDPA with the bias as mask (one
-    dropout mask per head for the whole batch in the shared case); CUDA: SDPA takes a learned mask.
+How the tail is computed is chosen per call, visibly (synthformer/attention/paths.py):
+:meth:`SyntheticAttention.forward` computes values, the members' logits (:class:`DotLogits` or
+:class:`FullLogits`) and the masks, describes the call as a :class:`~synthformer.attention.paths.Route`
+(member forms, training, grad, dropout, masks and their batch-dependence, device, lengths, exporting), asks
+the pure function :func:`~synthformer.attention.paths.choose_path` for a path, and runs
+``PATHS[path](PathInputs(...))``. The paths: ``literal`` (the equations, S and the weights materialised:
+``need_weights=True``, ``fast=False``, tracing/export/compile), ``shared_softmax`` / ``shared_fused`` /
+``shared_blocked`` (logits that do not depend on X, one softmax for the whole batch), ``fused`` (PyTorch's
+``scaled_dot_product_attention`` over the members' dot-product features) and ``blocked`` (learned full logits
+through :func:`~synthformer.attention.blocked.blocked_attention`). All equal the literal path to float
+tolerance (tests/test_fastpaths.py, test_fuzz.py); tests/test_routes.py names the path of every variant and
+mixture in every mode. B = 0, Lq = 0 or Lk = 0 returns empty (or zero) outputs before any path.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
+from . import paths
 from .base import DotLogits, FullLogits, SynthesizerOptions
-from . import blocked as blocked_mod
-from .blocked import blocked_attention
+from .paths import Path, PathInputs, Route
 from .registry import SYNTHESIZERS, parse_synthesizers, short_spec
-
-
-
-def _exporting() -> bool:
-    return (torch.jit.is_tracing() or torch.jit.is_scripting() or torch.onnx.is_in_onnx_export()
-            or torch.compiler.is_exporting() or torch.compiler.is_compiling())
 
 
 @dataclass
@@ -112,7 +103,7 @@ class SyntheticAttention(nn.Module):
         self.v_proj = nn.Linear(embed_dim, embed_dim, bias=bias)  # G(X) = X Wv
         self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.input_dependent = any(m.input_dependent for m in self.members)
-        self._eval_cache: tuple | None = None  # (key, softmax weights) of the shared path in no-grad eval
+        self._softmax_cache = paths.SoftmaxCache()  # the shared softmax of the last no-grad eval call
 
     @property
     def spec(self) -> str:
@@ -189,12 +180,18 @@ class SyntheticAttention(nn.Module):
         if key_padding_mask is not None:
             kp = ~key_padding_mask[:, None, None, :]  # (B, 1, 1, Lk)
             allowed = kp if allowed is None else allowed & kp
-        if need_weights or not self.fast or _exporting():
-            out, weights = self._reference(terms, v, allowed, bias)
-        else:
-            weights = None
-            out = self._fast(terms, v, static, bias, allowed, key_padding_mask, attn_mask,
-                             (offset, lq, lk, attn_mask is None), memory is None)
+        route = self._route(terms, v, lq, key_padding_mask, attn_mask, static, bias, need_weights or not self.fast)
+        path = paths.choose_path(route)
+        causal_self = self.causal and memory is None
+        inputs = PathInputs(
+            terms=terms, v=v, static=static, allowed=allowed, bias=bias, key_padding_mask=key_padding_mask,
+            user_mask=attn_mask is not None, causal_shift=offset if causal_self else None,
+            plain_causal=(causal_self and offset == 0 and lq == lk
+                          and (attn_mask is None or attn_mask.dtype != torch.bool)),
+            dropout=self.dropout if self.training else 0.0, fallback=paths.fallback_path(route))
+        if path is Path.SHARED_SOFTMAX and not (self.training or route.grad) and attn_mask is None:
+            inputs.cache, inputs.cache_key = self._softmax_cache, self._cache_key(offset, lq, lk, static)
+        out, weights = paths.PATHS[path](inputs)  # (B, H, Lq, d_h)
         out = out.transpose(1, 2).reshape(b, lq, self.embed_dim)  # (B, Lq, d)
         if weights is not None:
             weights = weights.expand(b, -1, -1, -1)  # (B, H, Lq, Lk)
@@ -205,6 +202,29 @@ class SyntheticAttention(nn.Module):
         b, lq, d = x.shape
         out = self.out_proj(x.new_zeros(b, lq, d))  # (B, Lq, d), still connected to the parameters
         return out, (x.new_zeros(b, self.num_heads, lq, lk) if need_weights else None)
+
+    def _route(self, terms, v, lq, key_padding_mask, attn_mask, static, bias, literal) -> Route:
+        """The facts :func:`~synthformer.attention.paths.choose_path` decides on."""
+        fulls = [t for t in terms if isinstance(t, FullLogits)]
+        grad = torch.is_grad_enabled()  # (a slice of R taken under no_grad still says requires_grad)
+        return Route(
+            forms=tuple("dot" if isinstance(t, DotLogits) else "full" for t in terms),
+            input_dependent=self.input_dependent,
+            full_needs_grad=grad and (any(t.s.requires_grad or (t.scale is not None and t.scale.requires_grad)
+                                          for t in fulls) or (bias is not None and bias.requires_grad)),
+            training=self.training, grad=grad, dropout=self.dropout,
+            key_padding=key_padding_mask is not None,
+            attn_mask=None if attn_mask is None else "bool" if attn_mask.dtype == torch.bool else "float",
+            masks_batch_free=all(m is None or m.dim() == 2 or m.shape[0] == 1 for m in (static, bias)),
+            device=v.device.type, logits_per_example=self.num_heads * lq * v.shape[2],
+            exporting=paths.is_exporting(), literal=literal)
+
+    def _cache_key(self, offset, lq, lk, static) -> tuple:
+        """Identity of the shared softmax: shapes, masks, autocast, and every weight's storage and version."""
+        device = self.v_proj.weight.device.type
+        autocast = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
+        return (offset, lq, lk, static is None, autocast) + tuple(
+            (t.data_ptr(), t._version) for t in (*self.parameters(), *self.buffers()))
 
     def _values_and_keys(self, x, memory, cache, offset):
         """Project values and per-key features, reading and writing the cache."""
@@ -244,160 +264,3 @@ class SyntheticAttention(nn.Module):
             else:
                 bias = attn_mask.to(x.dtype)
         return allowed, bias
-
-    def _reference(self, terms, v, allowed, bias):
-        """Materialise logits and weights: the paper's equations, literally."""
-        s = sum(t.materialize() for t in terms)  # (B or 1, H, Lq, Lk)
-        if bias is not None:
-            s = s + bias
-        if allowed is not None:
-            s = s.masked_fill(~allowed, torch.finfo(s.dtype).min)
-        w = torch.softmax(s, dim=-1)
-        if allowed is not None:
-            w = w.masked_fill(~allowed, 0.0)  # a query with no visible key outputs zeros
-        w = F.dropout(w, self.dropout, self.training)
-        return w @ v, w  # (B, H, Lq, d_h)
-
-    def _fast(self, terms, v, static, bias, allowed, key_padding_mask, attn_mask, shape_key, is_self):
-        """Pick the fastest exact path (see the module docstring); returns (B, H, Lq, d_h)."""
-        offset, lq, lk, _ = shape_key
-        # the combined mask is exactly the causal triangle (no user bool mask): the kernel may mask itself
-        plain_causal = (self.causal and is_self and offset == 0 and lq == lk
-                        and (attn_mask is None or attn_mask.dtype != torch.bool))
-        batch_free = all(m is None or m.dim() == 2 or m.shape[0] == 1 for m in (static, bias))
-        shared = not self.input_dependent and batch_free
-        if self.training and self.dropout > 0:  # dropout needs the weights: shared softmax or SDPA
-            out = self._shared(terms, v, static, bias, key_padding_mask, shape_key) if shared else None
-            return out if out is not None else self._fused(terms, v, allowed, bias, key_padding_mask,
-                                                            plain_causal)
-        causal_shift = offset if self.causal and is_self else None
-        if shared:
-            if key_padding_mask is not None or not (self.training or torch.is_grad_enabled()):
-                out = self._shared(terms, v, static, bias, key_padding_mask, shape_key)  # cached in eval
-                if out is not None:
-                    return out
-            else:  # one softmax for the whole batch, folded into the value width: (1, H, Lk, B * d_h)
-                b, h, _, dh = v.shape
-                vf = v.permute(1, 2, 0, 3).reshape(1, h, lk, b * dh)
-                if (all(isinstance(t, DotLogits) for t in terms) and bias is None
-                        and h * lq * lk > blocked_mod.BLOCK_ELEMENTS):  # long: more than one block
-                    out = self._fused(terms, vf, static, None, None, plain_causal)  # FR via flash
-                else:
-                    out = self._blocked(terms, vf, static, bias, causal_shift)  # (1, H, Lq, B * d_h)
-                if attn_mask is not None and static is not None:  # queries with no visible key output zeros
-                    out = out.masked_fill(~static.reshape(-1, *static.shape[-2:]).any(-1, keepdim=True), 0.0)
-                return out.view(h, lq, b, dh).permute(2, 0, 1, 3)  # (B, H, Lq, d_h)
-        dots = [t for t in terms if isinstance(t, DotLogits)]
-        learned_bias = any(t.s.requires_grad or (t.scale is not None and t.scale.requires_grad)
-                           for t in terms if isinstance(t, FullLogits)) or (bias is not None and bias.requires_grad)
-        if dots and not learned_bias:
-            # V, D, FR and their mixtures, and any mixture without gradients: the fused kernel (flash on
-            # CPU and GPU) with widths padded to match; a constant bias rides along as the float mask
-            return self._fused(terms, v, allowed, bias, key_padding_mask, plain_causal)
-        if dots and v.is_cuda:  # CUDA's memory-efficient SDPA kernel differentiates an additive mask itself
-            return self._fused(terms, v, allowed, bias, key_padding_mask, plain_causal)
-        out = self._blocked(terms, v, allowed, bias, causal_shift)  # e.g. R+V: a learned bias needs dS
-        if allowed is not None and (key_padding_mask is not None or attn_mask is not None):
-            out = out.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)  # queries with no visible key
-        return out
-
-    def _blocked(self, terms, v, allowed, bias, causal_shift):
-        """Learned biases through :func:`blocked_attention` (no (B, H, Lq, Lk) tensors)."""
-        dots = [t for t in terms if isinstance(t, DotLogits)]
-        fulls = [t for t in terms if isinstance(t, FullLogits)]
-        q = k = None
-        if len(dots) == 1:
-            q, k = dots[0].q, dots[0].k
-        elif dots:
-            bq = max(t.q.shape[0] for t in dots)
-            q = torch.cat([t.q.expand(bq, -1, -1, -1) for t in dots], dim=-1)  # (B or 1, H, Lq, E_total)
-            bk = max(t.k.shape[0] for t in dots)
-            k = torch.cat([t.k.expand(bk, -1, -1, -1) for t in dots], dim=-1)  # (B or 1, H, Lk, E_total)
-        add = scale = None
-        if len(fulls) == 1 and bias is None:  # e.g. alpha_R * R: scaled block by block, never in full
-            add, scale = fulls[0].s, fulls[0].scale
-        elif fulls:
-            add = sum(t.materialize() for t in fulls)
-        if bias is not None:
-            bias4 = bias if bias.dim() == 4 else bias[None, None]
-            add = bias4 if add is None else add + bias4
-        if add is not None and add.dim() == 3:
-            add = add[None]
-        blocked = None
-        if allowed is not None:
-            blocked = ~(allowed if allowed.dim() == 4 else allowed[None, None])  # (B or 1, H or 1, Lq, Lk)
-        return blocked_attention(q, k, v, add, blocked, causal_shift, bias_scale=scale)
-
-    def _fused(self, terms, v, allowed, bias, key_padding_mask, plain_causal):
-        """Dot-product members concatenated into one fused kernel call; the rest become an additive bias."""
-        b = v.shape[0]
-        dots = [t for t in terms if isinstance(t, DotLogits)]
-        fulls = [t.materialize() for t in terms if isinstance(t, FullLogits)]
-        if not dots:
-            return self._reference(terms, v, allowed, bias)[0]
-        q = torch.cat([t.q.expand(b, -1, -1, -1) for t in dots], dim=-1)  # (B, H, Lq, E_total)
-        k = torch.cat([t.k.expand(b, -1, -1, -1) for t in dots], dim=-1)  # (B, H, Lk, E_total)
-        add = sum(fulls) if fulls else None
-        if bias is not None:
-            add = bias if add is None else add + bias
-        mask, is_causal = add, False
-        if allowed is not None:
-            if add is None and allowed.dim() == 2 and plain_causal:
-                is_causal = True  # plain causal: let the kernel skip masked blocks
-            else:  # finite fill, so rows with no visible key stay NaN-free (zeroed below)
-                base = add if add is not None else q.new_zeros(())
-                mask = base.masked_fill(~allowed, torch.finfo(q.dtype).min)
-        p = self.dropout if self.training else 0.0
-        e, dv = q.shape[-1], v.shape[-1]
-        if e < dv:  # zero features leave q k^T unchanged; fused kernels want one width for q, k and v
-            q, k = F.pad(q, (0, dv - e)), F.pad(k, (0, dv - e))
-        elif e > dv:  # zero value columns, cut off below
-            v = F.pad(v, (0, e - dv))
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=is_causal, scale=1.0)
-        out = out[..., :dv]
-        if allowed is not None and not is_causal:
-            dead = ~allowed.any(dim=-1, keepdim=True)  # (B, 1, Lq, 1): queries with no visible key
-            out = out.masked_fill(dead, 0.0)
-        return out  # (B, H, Lq, d_h)
-
-    def _shared(self, terms, v, static, bias, key_padding_mask, shape_key):
-        """Batch-independent logits: one softmax per head, the batch folded into one GEMM per head.
-
-        Returns None when a row has (almost) no visible key, leaving it to the exact path.
-        """
-        b, h, lk, dh = v.shape
-        w = self._shared_weights(terms, static, bias, shape_key)  # (H, Lq, Lk)
-        w = F.dropout(w, self.dropout, self.training)
-        vf = v.permute(1, 2, 0, 3)  # (H, Lk, B, d_h)
-        if key_padding_mask is None:
-            return (w @ vf.reshape(h, lk, b * dh)).view(h, -1, b, dh).permute(2, 0, 1, 3)  # (B, H, Lq, d_h)
-        # softmax over the real keys = (w @ (m * v)) / (w @ m), m = 1 for real keys, 0 for padding
-        m = (~key_padding_mask).to(v.dtype).t()[None, :, :, None].expand(h, -1, -1, 1)  # (H, Lk, B, 1)
-        y = (w @ torch.cat([vf * m, m], dim=-1).reshape(h, lk, -1)).view(h, -1, b, dh + 1)  # (H, Lq, B, d_h+1)
-        den = y[..., -1:]
-        if bool((den < 1e-6).any()):
-            return None
-        return (y[..., :-1] / den).permute(2, 0, 1, 3)  # (B, H, Lq, d_h)
-
-    def _shared_weights(self, terms, static, bias, shape_key):
-        """softmax of the shared logits (H, Lq, Lk); kept between calls in no-grad eval."""
-        reuse = not self.training and not torch.is_grad_enabled() and shape_key[3] and not _exporting()
-        if reuse:
-            device = self.v_proj.weight.device.type
-            autocast = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
-            key = shape_key + (static is None, autocast) + tuple(
-                (t.data_ptr(), t._version) for t in (*self.parameters(), *self.buffers()))
-            if self._eval_cache is not None and self._eval_cache[0] == key:
-                return self._eval_cache[1]
-        s = sum(t.materialize() for t in terms)[0]  # (H, Lq, Lk)
-        if bias is not None:
-            s = s + bias.reshape(-1, *s.shape[-2:])
-        if static is not None:
-            keep = static.reshape(-1, *s.shape[-2:])  # (H or 1, Lq, Lk)
-            s = s.masked_fill(~keep, torch.finfo(s.dtype).min)
-        w = torch.softmax(s, dim=-1)
-        if static is not None:
-            w = w.masked_fill(~keep, 0.0)
-        if reuse:
-            self._eval_cache = (key, w)
-        return w

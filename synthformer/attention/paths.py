@@ -1,0 +1,309 @@
+"""Attention paths: the ways to compute ``softmax(S + masks) V``, and the one pure function that picks one.
+
+As torchtune chooses between SDPA and flex attention and Hugging Face looks attention functions up in a
+registry, the layer describes a call as a :class:`Route` (plain facts, no tensors), :func:`choose_path`
+names the :class:`Path`, and :data:`PATHS` maps every name to one function of one signature:
+``fn(PathInputs) -> (out (B, H, Lq, d_h), weights (B or 1, H, Lq, Lk) or None)``. All paths equal the
+literal one to float tolerance (tests/test_fastpaths.py, test_fuzz.py); tests/test_routes.py asserts the
+path of every registry variant and mixture in every mode.
+
+=================  ===========================================================================================
+path               when (first match in :func:`choose_path`) and how
+=================  ===========================================================================================
+``literal``        ``need_weights=True``, ``fast=False``, or tracing/exporting/compiling: the paper's equations,
+                   S and the weights materialised (exports correctly; a compiler may fuse it)
+``shared_softmax`` batch-independent logits (R, Fix, FR, Fix+FR) and batch-free masks, with dropout in
+                   training, key padding, or no-grad eval: one softmax (H, Lq, Lk) for the whole batch, the
+                   batch folded into one GEMM per head, padding by a masked normaliser; cached between
+                   no-grad eval calls until the weights change
+``shared_fused``   the same logits in training, all members dot products (FR) and long (more logits per
+                   example than one block): batch folded into the values of one flash kernel call, O(L) memory
+``shared_blocked`` the same logits otherwise in training: batch folded, :func:`blocked_attention`
+``fused``          a dot-product member and no learned full logits (V, D, D+V, FR+V; any mixture without
+                   gradients; any learned bias on CUDA, whose SDPA kernel differentiates the mask; dropout in
+                   training): ``scaled_dot_product_attention`` on the members' concatenated features, widths
+                   zero-padded, full members as a float mask
+``blocked``        learned full logits (R+V, R+D, FD, FD+V in training on CPU): :func:`blocked_attention`,
+                   the bias gradient without (B, H, Lq, Lk) tensors (the fused CPU kernel cannot give it)
+=================  ===========================================================================================
+
+Attention dropout in training takes ``shared_softmax`` (one dropout mask per head for the whole batch),
+else ``fused`` with a dot product, else ``literal`` (FD alone). Queries with no visible key output zeros.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from . import blocked as blocked_mod
+from .base import DotLogits, FullLogits
+from .blocked import blocked_attention
+
+
+class Path(str, Enum):
+    LITERAL = "literal"
+    SHARED_SOFTMAX = "shared_softmax"
+    SHARED_FUSED = "shared_fused"
+    SHARED_BLOCKED = "shared_blocked"
+    FUSED = "fused"
+    BLOCKED = "blocked"
+
+
+@dataclass(frozen=True)
+class Route:
+    """Everything the choice of path depends on."""
+
+    forms: tuple[str, ...]  # per member: "dot" (q k^T: V, D, FR) or "full" (R, Fix, FD)
+    input_dependent: bool  # some member's logits depend on X (V, D, FD); else one softmax serves the batch
+    full_needs_grad: bool  # a full member (or the float attn_mask) needs a gradient: R, FD, a mixture weight
+    training: bool
+    grad: bool  # torch.is_grad_enabled()
+    dropout: float  # the layer's attention dropout probability
+    key_padding: bool
+    attn_mask: str | None  # None, "bool" or "float"
+    masks_batch_free: bool  # causal and user masks are (Lq, Lk) or have batch dimension 1
+    device: str  # "cpu", "cuda", ...
+    logits_per_example: int  # H * Lq * Lk
+    exporting: bool  # tracing, exporting or compiling (see is_exporting)
+    literal: bool  # need_weights=True or fast=False
+
+
+def is_exporting() -> bool:
+    """True under ``torch.jit`` tracing/scripting, ONNX export, ``torch.export`` or ``torch.compile``."""
+    return (torch.jit.is_tracing() or torch.jit.is_scripting() or torch.onnx.is_in_onnx_export()
+            or torch.compiler.is_exporting() or torch.compiler.is_compiling())
+
+
+def choose_path(r: Route) -> Path:
+    """The path a call takes (the table in the module docstring). Pure: reads only ``r`` and BLOCK_ELEMENTS."""
+    if r.literal or r.exporting:
+        return Path.LITERAL
+    dots = "dot" in r.forms
+    shared = not r.input_dependent and r.masks_batch_free
+    if r.training and r.dropout > 0:  # dropout needs the weights
+        return Path.SHARED_SOFTMAX if shared else Path.FUSED if dots else Path.LITERAL
+    if shared:
+        if r.key_padding or not (r.training or r.grad):
+            return Path.SHARED_SOFTMAX
+        if (all(f == "dot" for f in r.forms) and r.attn_mask != "float"
+                and r.logits_per_example > blocked_mod.BLOCK_ELEMENTS):
+            return Path.SHARED_FUSED
+        return Path.SHARED_BLOCKED
+    if dots and (not r.full_needs_grad or r.device == "cuda"):
+        return Path.FUSED
+    return Path.BLOCKED
+
+
+def fallback_path(r: Route) -> Path:
+    """Exact path for ``shared_softmax`` with key padding when a row's visible weight underflows: the path
+    the call would take if its logits were not shared by the batch."""
+    return choose_path(replace(r, input_dependent=True))
+
+
+class SoftmaxCache:
+    """The shared softmax of the last no-grad eval call, reused while its key (shapes, weights' versions) holds."""
+
+    def __init__(self):
+        self.key: tuple | None = None
+        self.weights: Tensor | None = None
+
+    def get(self, key: tuple) -> Tensor | None:
+        return self.weights if self.key == key else None
+
+    def put(self, key: tuple, weights: Tensor) -> None:
+        self.key, self.weights = key, weights
+
+
+@dataclass
+class PathInputs:
+    """The one argument of every path function."""
+
+    terms: list[DotLogits | FullLogits]  # members' logits, mixture weights applied
+    v: Tensor  # (B, H, Lk, d_h)
+    static: Tensor | None  # causal and user bool masks, True = attend: (Lq, Lk) or (B or 1, H or 1, Lq, Lk)
+    allowed: Tensor | None  # static and key padding combined, same convention
+    bias: Tensor | None  # user float mask, added: (Lq, Lk) or (B or 1, H or 1, Lq, Lk)
+    key_padding_mask: Tensor | None  # (B, Lk), True = padding
+    user_mask: bool  # an attn_mask was given
+    causal_shift: int | None  # causal self-attention: key j visible from query i iff j <= i + shift
+    plain_causal: bool  # static is exactly the causal triangle, Lq == Lk, no offset: the kernel may mask itself
+    dropout: float  # dropout probability on the weights (0.0 outside training)
+    fallback: Path  # see fallback_path
+    cache: SoftmaxCache | None = None  # shared_softmax: reuse when cache_key matches
+    cache_key: tuple | None = None
+
+
+PathResult = tuple[Tensor, Tensor | None]
+
+
+def literal(a: PathInputs) -> PathResult:
+    """Materialise logits and weights: the paper's equations, literally."""
+    s = sum(t.materialize() for t in a.terms)  # (B or 1, H, Lq, Lk)
+    if a.bias is not None:
+        s = s + a.bias
+    if a.allowed is not None:
+        s = s.masked_fill(~a.allowed, torch.finfo(s.dtype).min)
+    w = torch.softmax(s, dim=-1)
+    if a.allowed is not None:
+        w = w.masked_fill(~a.allowed, 0.0)  # a query with no visible key outputs zeros
+    w = F.dropout(w, a.dropout, a.dropout > 0)
+    return w @ a.v, w  # (B, H, Lq, d_h)
+
+
+def shared_softmax(a: PathInputs) -> PathResult:
+    """One softmax per head for the whole batch, the batch folded into one GEMM per head."""
+    b, h, lk, dh = a.v.shape
+    w = _shared_weights(a)  # (H, Lq, Lk)
+    wd = F.dropout(w, a.dropout, True) if a.dropout > 0 else w
+    vf = a.v.permute(1, 2, 0, 3)  # (H, Lk, B, d_h)
+    if a.key_padding_mask is None:
+        return (wd @ vf.reshape(h, lk, b * dh)).view(h, -1, b, dh).permute(2, 0, 1, 3), None  # (B, H, Lq, d_h)
+    # softmax over the real keys = (w @ (m * v)) / (w @ m), m = 1 for real keys, 0 for padding
+    m = (~a.key_padding_mask).to(a.v.dtype).t()[None, :, :, None].expand(h, -1, -1, 1)  # (H, Lk, B, 1)
+    if a.dropout > 0:  # dropout after normalising, as the literal path: the normaliser from undropped weights
+        num = (wd @ (vf * m).reshape(h, lk, -1)).view(h, -1, b, dh)  # (H, Lq, B, d_h)
+        den = (w @ m.reshape(h, lk, b)).unsqueeze(-1)  # (H, Lq, B, 1)
+    else:
+        y = (w @ torch.cat([vf * m, m], dim=-1).reshape(h, lk, -1)).view(h, -1, b, dh + 1)  # (H, Lq, B, d_h+1)
+        num, den = y[..., :-1], y[..., -1:]
+    if bool((den < 1e-6).any()):  # a row's visible keys hold (almost) no weight: exact per-example path
+        return PATHS[a.fallback](a)
+    return (num / den).permute(2, 0, 1, 3), None  # (B, H, Lq, d_h)
+
+
+def shared_blocked(a: PathInputs) -> PathResult:
+    """One softmax for the whole batch, folded into the value width, through :func:`blocked_attention`."""
+    vf = _fold(a.v)  # (1, H, Lk, B * d_h)
+    out = _blocked(a.terms, vf, a.static, a.bias, a.causal_shift)  # (1, H, Lq, B * d_h)
+    return _unfold(_zero_dead_static(a, out), a.v), None
+
+
+def shared_fused(a: PathInputs) -> PathResult:
+    """Dot-product logits shared by the batch (FR), batch folded into the values of one flash kernel call."""
+    vf = _fold(a.v)  # (1, H, Lk, B * d_h)
+    out = _fused(a.terms, vf, a.static, None, a.plain_causal, 0.0)  # (1, H, Lq, B * d_h)
+    return _unfold(_zero_dead_static(a, out), a.v), None
+
+
+def fused(a: PathInputs) -> PathResult:
+    """The members' dot-product features through ``scaled_dot_product_attention``, full members as its mask."""
+    return _fused(a.terms, a.v, a.allowed, a.bias, a.plain_causal, a.dropout), None
+
+
+def blocked(a: PathInputs) -> PathResult:
+    """Learned full logits through :func:`blocked_attention` (no (B, H, Lq, Lk) tensors)."""
+    out = _blocked(a.terms, a.v, a.allowed, a.bias, a.causal_shift)
+    if a.allowed is not None and (a.key_padding_mask is not None or a.user_mask):
+        out = out.masked_fill(~a.allowed.any(dim=-1, keepdim=True), 0.0)  # queries with no visible key
+    return out, None
+
+
+PATHS: dict[Path, Callable[[PathInputs], PathResult]] = {
+    Path.LITERAL: literal,
+    Path.SHARED_SOFTMAX: shared_softmax,
+    Path.SHARED_FUSED: shared_fused,
+    Path.SHARED_BLOCKED: shared_blocked,
+    Path.FUSED: fused,
+    Path.BLOCKED: blocked,
+}
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def _fold(v: Tensor) -> Tensor:
+    """(B, H, Lk, d_h) -> (1, H, Lk, B * d_h): the batch as value columns of one shared softmax."""
+    b, h, lk, dh = v.shape
+    return v.permute(1, 2, 0, 3).reshape(1, h, lk, b * dh)
+
+
+def _unfold(out: Tensor, v: Tensor) -> Tensor:
+    """(1, H, Lq, B * d_h) -> (B, H, Lq, d_h)."""
+    b, h, _, dh = v.shape
+    return out.view(h, -1, b, dh).permute(2, 0, 1, 3)
+
+
+def _zero_dead_static(a: PathInputs, out: Tensor) -> Tensor:
+    if a.user_mask and a.static is not None:  # queries with no visible key output zeros
+        return out.masked_fill(~a.static.reshape(-1, *a.static.shape[-2:]).any(-1, keepdim=True), 0.0)
+    return out
+
+
+def _shared_weights(a: PathInputs) -> Tensor:
+    """softmax of the batch-shared logits, (H, Lq, Lk); kept in ``a.cache`` between no-grad eval calls."""
+    if a.cache is not None and a.cache_key is not None:
+        w = a.cache.get(a.cache_key)
+        if w is not None:
+            return w
+    s = sum(t.materialize() for t in a.terms)[0]  # (H, Lq, Lk)
+    if a.bias is not None:
+        s = s + a.bias.reshape(-1, *s.shape[-2:])
+    if a.static is not None:
+        keep = a.static.reshape(-1, *s.shape[-2:])  # (H or 1, Lq, Lk)
+        s = s.masked_fill(~keep, torch.finfo(s.dtype).min)
+    w = torch.softmax(s, dim=-1)
+    if a.static is not None:
+        w = w.masked_fill(~keep, 0.0)
+    if a.cache is not None and a.cache_key is not None:
+        a.cache.put(a.cache_key, w)
+    return w
+
+
+def _blocked(terms, v, allowed, bias, causal_shift) -> Tensor:
+    """Dot-product members concatenated, full members summed (or one kept scaled), into :func:`blocked_attention`."""
+    dots = [t for t in terms if isinstance(t, DotLogits)]
+    fulls = [t for t in terms if isinstance(t, FullLogits)]
+    q = k = None
+    if len(dots) == 1:
+        q, k = dots[0].q, dots[0].k
+    elif dots:
+        bq = max(t.q.shape[0] for t in dots)
+        q = torch.cat([t.q.expand(bq, -1, -1, -1) for t in dots], dim=-1)  # (B or 1, H, Lq, E_total)
+        bk = max(t.k.shape[0] for t in dots)
+        k = torch.cat([t.k.expand(bk, -1, -1, -1) for t in dots], dim=-1)  # (B or 1, H, Lk, E_total)
+    add = scale = None
+    if len(fulls) == 1 and bias is None:  # e.g. alpha_R * R: scaled block by block, never in full
+        add, scale = fulls[0].s, fulls[0].scale
+    elif fulls:
+        add = sum(t.materialize() for t in fulls)
+    if bias is not None:
+        bias4 = bias if bias.dim() == 4 else bias[None, None]
+        add = bias4 if add is None else add + bias4
+    if add is not None and add.dim() == 3:
+        add = add[None]
+    masked = None
+    if allowed is not None:
+        masked = ~(allowed if allowed.dim() == 4 else allowed[None, None])  # (B or 1, H or 1, Lq, Lk)
+    return blocked_attention(q, k, v, add, masked, causal_shift, bias_scale=scale)
+
+
+def _fused(terms, v, allowed, bias, plain_causal, dropout) -> Tensor:
+    """One ``scaled_dot_product_attention`` call: dot members concatenated, full members and ``bias`` as mask."""
+    b = v.shape[0]
+    dots = [t for t in terms if isinstance(t, DotLogits)]
+    fulls = [t.materialize() for t in terms if isinstance(t, FullLogits)]
+    q = torch.cat([t.q.expand(b, -1, -1, -1) for t in dots], dim=-1)  # (B, H, Lq, E_total)
+    k = torch.cat([t.k.expand(b, -1, -1, -1) for t in dots], dim=-1)  # (B, H, Lk, E_total)
+    add = sum(fulls) if fulls else None
+    if bias is not None:
+        add = bias if add is None else add + bias
+    mask, is_causal = add, False
+    if allowed is not None:
+        if add is None and allowed.dim() == 2 and plain_causal:
+            is_causal = True  # plain causal: let the kernel skip masked blocks
+        else:  # finite fill, so rows with no visible key stay NaN-free (zeroed below)
+            base = add if add is not None else q.new_zeros(())
+            mask = base.masked_fill(~allowed, torch.finfo(q.dtype).min)
+    e, dv = q.shape[-1], v.shape[-1]
+    if e < dv:  # zero features leave q k^T unchanged; fused kernels want one width for q, k and v
+        q, k = F.pad(q, (0, dv - e)), F.pad(k, (0, dv - e))
+    elif e > dv:  # zero value columns, cut off below
+        v = F.pad(v, (0, e - dv))
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=is_causal, scale=1.0)
+    out = out[..., :dv]
+    if allowed is not None and not is_causal:
+        out = out.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)  # queries with no visible key
+    return out  # (B, H, Lq, d_h)

@@ -1,0 +1,215 @@
+"""Which path each call takes (DESIGN.md section 3 rule 9): the route of every registry variant and mixture
+in every mode, the CUDA-only branch, and the dropout-in-training fast paths.
+
+The table is written out by hand from the rules in synthformer/attention/paths.py, so a changed route shows up
+here by name, not only as a slower or (worse) silently different result.
+"""
+import dataclasses
+import warnings
+
+import pytest
+import torch
+
+import synthformer.attention.blocked as blocked_mod
+from conftest import ALL_SPECS
+from synthformer import SyntheticAttention
+from synthformer.attention import paths
+from synthformer.attention.paths import Path, choose_path
+
+D, H, N, B, L = 8, 2, 8, 2, 6
+CODES = {"L": Path.LITERAL, "S": Path.SHARED_SOFTMAX, "SF": Path.SHARED_FUSED, "SB": Path.SHARED_BLOCKED,
+         "F": Path.FUSED, "B": Path.BLOCKED}
+MODES = ["train", "causal", "pad", "mask4d", "float", "eval", "eval-pad", "eval-grad", "dropout", "dropout-pad",
+         "long", "weights", "trace", "cuda"]
+# L literal, S shared_softmax, SF shared_fused, SB shared_blocked, F fused, B blocked
+ROUTES = {
+    #                 train causal pad mask4d float eval eval-pad eval-grad dropout dropout-pad long weights trace cuda
+    "vanilla":           "F  F  F  F  F  F  F  F  F  F  F  L  L  F",
+    "dense":             "F  F  F  F  F  F  F  F  F  F  F  L  L  F",
+    "random":            "SB SB S  B  SB S  S  SB S  S  SB L  L  SB",
+    "fixed_random":      "SB SB S  B  SB S  S  SB S  S  SB L  L  SB",
+    "factorized_random": "SB SB S  F  SB S  S  SB S  S  SF L  L  SB",
+    "factorized_dense":  "B  B  B  B  B  B  B  B  L  L  B  L  L  B",
+    "R+V":               "B  B  B  B  B  F  F  B  F  F  B  L  L  F",
+    "D+V":               "F  F  F  F  F  F  F  F  F  F  F  L  L  F",
+    "R+D":               "B  B  B  B  B  F  F  B  F  F  B  L  L  F",
+    "FR+V":              "F  F  F  F  F  F  F  F  F  F  F  L  L  F",
+    "FD+V":              "B  B  B  B  B  F  F  B  F  F  B  L  L  F",
+    "Fix+FR":            "SB SB S  B  SB S  S  SB S  S  SB L  L  SB",
+    "R+D+V":             "B  B  B  B  B  F  F  B  F  F  B  L  L  F",
+}
+
+
+def test_table_covers_the_registry():
+    assert sorted(ROUTES) == sorted(ALL_SPECS)
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """Records the paths run (through PATHS) and the routes chosen (through choose_path)."""
+    taken, routes = [], []
+    for path, fn in list(paths.PATHS.items()):
+        def wrapped(a, fn=fn, path=path):
+            taken.append(path)
+            return fn(a)
+        monkeypatch.setitem(paths.PATHS, path, wrapped)
+
+    def choose(route):
+        routes.append(route)
+        return choose_path(route)
+    monkeypatch.setattr(paths, "choose_path", choose)
+    return taken, routes
+
+
+class FirstOutput(torch.nn.Module):
+    def __init__(self, layer):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x):
+        return self.layer(x)[0]
+
+
+def call(spec, mode, monkeypatch):
+    """Run one forward of a small layer in ``mode``; returns the layer."""
+    layer = SyntheticAttention(D, H, N, spec, causal=mode in ("causal", "pad"), dense_factors=(2, 4), factorized_k=3,
+                               dropout=0.1 if mode.startswith("dropout") else 0.0)
+    layer.train(not mode.startswith("eval"))
+    x = torch.randn(B, L, D)
+    kw = {}
+    if mode.endswith("pad"):
+        kw["key_padding_mask"] = torch.zeros(B, L, dtype=torch.bool)
+        kw["key_padding_mask"][1, 4:] = True
+    if mode == "mask4d":
+        kw["attn_mask"] = torch.zeros(B, 1, L, L, dtype=torch.bool)
+        kw["attn_mask"][1, :, :, 3] = True
+    if mode == "float":
+        kw["attn_mask"] = torch.randn(L, L)
+    if mode == "long":
+        monkeypatch.setattr(blocked_mod, "BLOCK_ELEMENTS", 7)
+    if mode == "trace":
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tracer and deprecation warnings
+            torch.jit.trace(FirstOutput(layer), (x,), check_trace=False)
+        return
+    with torch.set_grad_enabled(mode not in ("eval", "eval-pad")):
+        layer(x, need_weights=mode == "weights", **kw)
+
+
+@pytest.mark.parametrize("spec", ALL_SPECS)
+def test_route_of_every_spec_in_every_mode(spec, spy, monkeypatch):
+    taken, routes = spy
+    want = dict(zip(MODES, (CODES[c] for c in ROUTES[spec].split())))
+    got = {}
+    for mode in MODES:
+        taken.clear()
+        routes.clear()
+        if mode == "cuda":  # the same call as "train", routed as if its tensors lived on a GPU
+            call(spec, "train", monkeypatch)
+            got[mode] = choose_path(dataclasses.replace(routes[0], device="cuda"))
+            continue
+        call(spec, mode, monkeypatch)
+        assert len(taken) == 1, (mode, taken)  # no hidden second path (the shared softmax did not underflow)
+        got[mode] = taken[0]
+        monkeypatch.setattr(blocked_mod, "BLOCK_ELEMENTS", 1 << 22)
+    assert got == want
+
+
+@pytest.mark.parametrize("spec", ALL_SPECS)
+@pytest.mark.parametrize("device", ["cpu", "cuda", "mps", "xpu"])
+def test_learned_bias_goes_to_sdpa_only_on_cuda(spec, device, spy, monkeypatch):
+    """CUDA's SDPA differentiates an additive mask; the CPU kernel does not, so elsewhere learned full logits
+    beside a dot product stay on the blocked kernel."""
+    _, routes = spy
+    call(spec, "train", monkeypatch)
+    route = dataclasses.replace(routes[0], device=device)
+    learned_bias_with_dot = "dot" in route.forms and route.full_needs_grad and route.input_dependent
+    path = choose_path(route)
+    if learned_bias_with_dot:
+        assert path == (Path.FUSED if device == "cuda" else Path.BLOCKED)
+    else:
+        assert path == choose_path(dataclasses.replace(route, device="cpu"))
+
+
+def test_route_is_pure_and_hashable():
+    route = paths.Route(forms=("full", "dot"), input_dependent=True, full_needs_grad=True, training=True, grad=True,
+                        dropout=0.0, key_padding=False, attn_mask=None, masks_batch_free=True, device="cpu",
+                        logits_per_example=72, exporting=False, literal=False)
+    assert choose_path(route) == choose_path(route) == Path.BLOCKED
+    assert {route: 1}[dataclasses.replace(route)] == 1
+    assert paths.fallback_path(dataclasses.replace(route, input_dependent=False)) == Path.BLOCKED
+
+
+def test_shared_softmax_underflow_defers_to_the_named_fallback(spy):
+    """Key padding leaving a row's visible keys with (almost) no shared weight: the exact per-example path runs."""
+    taken, routes = spy
+    layer = SyntheticAttention(D, H, N, "R", dense_factors=(2, 4))
+    with torch.no_grad():
+        layer.members[0].r[:, :, :3] = 40.0  # keys 0-2 take all the weight ...
+    kpm = torch.zeros(B, L, dtype=torch.bool)
+    kpm[0, :3] = True  # ... and are padding for example 0
+    x = torch.randn(B, L, D)
+    layer.eval()
+    with torch.no_grad():
+        got, _ = layer(x, key_padding_mask=kpm)
+        assert taken == [Path.SHARED_SOFTMAX, Path.BLOCKED] == [choose_path(routes[0]), paths.fallback_path(routes[0])]
+        layer.fast = False
+        want, _ = layer(x, key_padding_mask=kpm)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+
+
+def fixed_mask_dropout(w, p, training=True, inplace=False):
+    """Inverted dropout with one fixed mask per (H, Lq, Lk), shared by the batch: both paths drop the same weights."""
+    if not training or p == 0:
+        return w
+    g = torch.Generator().manual_seed(5)
+    keep = (torch.rand(w.shape[-3:], generator=g) >= p).to(w.dtype)
+    return w * keep / (1 - p)
+
+
+@pytest.mark.parametrize("spec", ["R", "Fix", "FR", "Fix+FR"])
+@pytest.mark.parametrize("padding", [False, True])
+def test_dropout_on_the_shared_softmax_equals_the_literal_path(spec, padding, spy, monkeypatch):
+    """With the same dropout mask, the shared softmax (the batch folded, padding by a masked normaliser)
+    equals the literal path: dropout after normalising over the real keys, outputs and gradients."""
+    taken, _ = spy
+    monkeypatch.setattr(paths.F, "dropout", fixed_mask_dropout)
+    torch.manual_seed(11)
+    layer = SyntheticAttention(D, H, N, spec, dropout=0.5, dense_factors=(2, 4), factorized_k=3)
+    x = torch.randn(B, 4, D)
+    kw = {"key_padding_mask": torch.tensor([[False, False, True, True], [False, False, False, True]])} if padding else {}
+    results = []
+    for fast in (True, False):
+        layer.fast = fast
+        layer.zero_grad()
+        out, _ = layer(x, **kw)
+        out.sum().backward()
+        results.append([out.detach()] + [p.grad.clone() for p in layer.parameters() if p.grad is not None])
+    assert taken == [Path.SHARED_SOFTMAX, Path.LITERAL]
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("spec,path", [("V", Path.FUSED), ("R+V", Path.FUSED), ("FD", Path.LITERAL)])
+def test_dropout_in_training_is_unbiased_on_its_path(spec, path, spy):
+    """Attention dropout in training on the per-example paths: the mean over many draws (independent masks
+    per example: n copies of the batch in one call) equals the output without dropout; gradients reach
+    every trainable parameter."""
+    taken, _ = spy
+    torch.manual_seed(11)
+    layer = SyntheticAttention(D, H, N, spec, dropout=0.5, dense_factors=(2, 4), factorized_k=3)
+    x = torch.randn(B, 4, D)
+    kpm = torch.tensor([[False, False, True, True], [False, False, False, True]])
+    n = 2000
+    with torch.no_grad():
+        layer.eval()
+        want = layer(x, key_padding_mask=kpm)[0]
+        layer.train()
+        taken.clear()
+        draws = layer(x.repeat(n, 1, 1), key_padding_mask=kpm.repeat(n, 1))[0].view(n, *want.shape)
+    assert taken == [path]
+    assert not torch.allclose(draws[0], draws[1])  # dropout is on
+    err = (draws.mean(0) - want).abs().max().item()
+    assert err < 5 * draws.std(0).max().item() / n ** 0.5
+    layer(x, key_padding_mask=kpm)[0].sum().backward()
+    assert all(p.grad is not None for p in layer.parameters() if p.requires_grad)
