@@ -48,7 +48,7 @@ class ModelConfig:
     eos_id: int = 2  # end-of-sequence token (generation stops at it)
     factorized_k: int = 8  # rank of Factorized Random (paper: 8; 32 for encoding tasks)
     dense_factors: tuple[int, int] | None = None  # (a, b) of Factorized Dense, a*b = max_seq_len; None = automatic
-    random_init_scale: float = 1.0  # multiplier of the Xavier-uniform bound of R / FR tables (1.0 = official code)
+    random_init_scale: float = 1.0  # multiplier of the per-head Xavier-uniform bound of R / FR tables (the official code's 3-D Glorot is ~sqrt(2/(H+N)); docs/recipe.md)
     kernel_size: int = 7  # lightconv / dynamicconv kernel width
     linformer_k: int = 32  # linformer projected length
     extra: dict = field(default_factory=dict)  # free-form notes carried along (e.g. tokenizer kind); not used to build
@@ -171,7 +171,7 @@ def _check_ranges(cfg: ModelConfig) -> None:
         if not 0.0 <= getattr(cfg, name) < 1.0:
             raise ConfigError(f"{name}={getattr(cfg, name)} must be in [0, 1), e.g. 0.1")
     if cfg.random_init_scale <= 0:
-        raise ConfigError(f"random_init_scale={cfg.random_init_scale} must be > 0 (1.0 = the official code)")
+        raise ConfigError(f"random_init_scale={cfg.random_init_scale} must be > 0 (1.0 = per-head Xavier-uniform)")
 
 
 def slots(cfg: ModelConfig) -> list[tuple[str, object, bool, bool]]:
