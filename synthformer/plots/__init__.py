@@ -28,17 +28,15 @@ __all__ = ["find_runs", "label_rows", "main", "plot_bench", "plot_curves", "read
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="synthformer plot", description="Figures from result files and trained runs.",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(prog="synthformer plot", description="Figures from result files and trained runs.")
     sub = p.add_subparsers(dest="what", required=True)
-    fmt = argparse.ArgumentDefaultsHelpFormatter
-    b = sub.add_parser("bench", help="speed and memory vs length from `synthformer bench` JSONL", formatter_class=fmt)
+    b = sub.add_parser("bench", help="speed and memory vs length from `synthformer bench` JSONL")
     b.add_argument("files", nargs="+", help="JSONL files written by synthformer bench --out")
-    b.add_argument("--out", default="bench.png", help="image to write (.png, .svg or .pdf)")
+    b.add_argument("--out", default="bench.png", help="image to write (.png, .svg or .pdf; default: %(default)s)")
     b.add_argument("--title", default=None, help="figure title")
-    r = sub.add_parser("runs", help="learning curves from run folders or a compare folder", formatter_class=fmt)
+    r = sub.add_parser("runs", help="learning curves from run folders or a compare folder")
     r.add_argument("folders", nargs="+", help="run folders (synthformer train --out) or compare folders")
-    r.add_argument("--out", default="curves.png", help="image to write (.png, .svg or .pdf)")
+    r.add_argument("--out", default="curves.png", help="image to write (.png, .svg or .pdf; default: %(default)s)")
     r.add_argument("--title", default="", help="figure title")
 
     def model_options(q, layers_help):
@@ -46,10 +44,10 @@ def _parser() -> argparse.ArgumentParser:
         q.add_argument("--text", default=None, help="your own input text instead of the run's validation data "
                                                     "(seq2seq: the source; the target is the model's own output)")
         q.add_argument("--cross", action="store_true", help="also seq2seq encoder-decoder attention")
-        q.add_argument("--device", default="cpu", help="device to run the model on")
+        q.add_argument("--device", default="cpu", help="device to run the model on (default: %(default)s)")
         q.add_argument("--title", default=None, help="figure title")
 
-    a = sub.add_parser("attention", formatter_class=fmt,
+    a = sub.add_parser("attention",
                        help="attention weights per layer and head of a trained run (paper Figures 4-7)",
                        description="Heatmaps per layer (rows) and head (columns): the learned table softmax(R_h) "
                                    "for R, Fix and FR layers; the weights on a real input for every other layer "
@@ -59,12 +57,12 @@ def _parser() -> argparse.ArgumentParser:
                         "(paper Figures 4-5: V, R, FR, D, FD)")
     model_options(a, "layers to draw: all, spread (first, middle, last) or numbers from 1, e.g. 1,3,-1 "
                      "(default: all)")
-    a.add_argument("--example", type=int, default=0, help="which validation example to draw")
+    a.add_argument("--example", type=int, default=0, help="which validation example to draw, from 0 (default: %(default)s)")
     a.add_argument("--length", type=int, default=None,
                    help="positions of the learned R tables (default: the input's length)")
     a.add_argument("--out", default=None,
                    help="image to write (.png, .svg or .pdf); default RUN/attention.png (one run) or attention.png")
-    h = sub.add_parser("histograms", formatter_class=fmt,
+    h = sub.add_parser("histograms",
                        help="histograms of attention weights at several layers, trained and initial (Figures 2-3)",
                        description="The distribution of the attention weights each layer gives a real input "
                                    "(every head, every key a real query may attend to); with --init (default) "
@@ -73,9 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("--run", required=True, action="append", help="run folder; repeat to overlay runs (V, R, D)")
     model_options(h, "layers: spread (first, middle, last), all or numbers from 1, e.g. 1,3,5 (default: spread)")
     h.add_argument("--init", action=argparse.BooleanOptionalAction, default=True,
-                   help="also the model as initialised (build_model under the run's seed)")
-    h.add_argument("--examples", type=int, default=8, help="validation examples (LM: blocks) to collect weights on")
-    h.add_argument("--bins", type=int, default=50, help="bins from 0 to the largest weight")
+                   help="also the model as initialised (build_model under the run's seed; default: on)")
+    h.add_argument("--examples", type=int, default=8, help="validation examples (LM: blocks) to collect weights on (default: %(default)s)")
+    h.add_argument("--bins", type=int, default=50, help="bins from 0 to the largest weight (default: %(default)s)")
     h.add_argument("--log-bins", action="store_true",
                    help="logarithmic bins and weight axis (long inputs: most weights are near 1/length)")
     h.add_argument("--out", default=None,
