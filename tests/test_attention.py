@@ -6,6 +6,7 @@ import reference
 from conftest import ALL_SPECS, MIXTURES, SINGLE
 from synthformer import SyntheticAttention
 from synthformer.attention import SYNTHESIZERS, parse_synthesizers
+from synthformer.errors import ConfigError, InputError
 
 D, H, N = 16, 2, 12
 
@@ -302,24 +303,24 @@ def test_every_registry_entry_has_a_short_name():
 ])
 def test_bad_constructor_arguments(bad, match):
     kwargs = dict(embed_dim=D, num_heads=H, max_seq_len=N, synthesizers="V") | bad
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ConfigError, match=match):  # a SynthformerError: the CLI prints it as one line
         SyntheticAttention(**kwargs)
 
 
 @pytest.mark.parametrize("spec", SINGLE)
 def test_bad_inputs(spec):
     layer = make(spec)
-    with pytest.raises(ValueError, match=r"shape \(batch, length, embed_dim=16\)"):
+    with pytest.raises(InputError, match=r"shape \(batch, length, embed_dim=16\)"):
         layer(torch.randn(N, D))
-    with pytest.raises(ValueError, match="embed_dim=16"):
+    with pytest.raises(InputError, match="embed_dim=16"):
         layer(torch.randn(2, N, D + 1))
-    with pytest.raises(ValueError, match="length 13 exceeds max_seq_len=12"):
+    with pytest.raises(InputError, match="length 13 exceeds max_seq_len=12"):
         layer(torch.randn(2, N + 1, D))
-    with pytest.raises(ValueError, match="bool"):
+    with pytest.raises(InputError, match="bool"):
         layer(torch.randn(2, N, D), key_padding_mask=torch.zeros(2, N))
-    with pytest.raises(ValueError, match=r"\(2, 12\)"):
+    with pytest.raises(InputError, match=r"\(2, 12\)"):
         layer(torch.randn(2, N, D), key_padding_mask=torch.zeros(2, N - 1, dtype=torch.bool))
-    with pytest.raises(ValueError, match="causal"):
+    with pytest.raises(InputError, match="causal"):
         layer.init_cache(2)
 
 

@@ -11,6 +11,7 @@ import math
 import torch
 from torch import nn
 
+from ..errors import ConfigError
 from .base import FullLogits, Synthesizer, xavier_uniform_
 
 
@@ -25,7 +26,7 @@ class FactorizedDense(Synthesizer):
         super().__init__(embed_dim, num_heads, max_seq_len, options)
         a, b = options.dense_factors or default_factors(max_seq_len)
         if a * b != max_seq_len or a < 1 or b < 1:
-            raise ValueError(f"dense_factors=({a}, {b}) must multiply to max_seq_len={max_seq_len} "
+            raise ConfigError(f"dense_factors=({a}, {b}) must multiply to max_seq_len={max_seq_len} "
                              f"(a * b = {a * b}); e.g. use {default_factors(max_seq_len)}")
         self.a, self.b = a, b
         self.f1 = nn.Linear(embed_dim, embed_dim, bias=False)  # d -> H * d_h

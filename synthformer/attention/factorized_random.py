@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..errors import ConfigError
 from .base import DotLogits, Synthesizer, xavier_uniform_
 
 
@@ -18,7 +19,7 @@ class FactorizedRandom(Synthesizer):
         super().__init__(embed_dim, num_heads, max_seq_len, options)
         k = options.factorized_k
         if not 1 <= k <= max_seq_len:
-            raise ValueError(f"factorized_k={k} must be between 1 and max_seq_len={max_seq_len}")
+            raise ConfigError(f"factorized_k={k} must be between 1 and max_seq_len={max_seq_len}")
         s = options.random_init_scale
         self.r1 = nn.Parameter(xavier_uniform_(torch.empty(num_heads, max_seq_len, k), max_seq_len, k, s))  # (H, N, k)
         self.r2 = nn.Parameter(xavier_uniform_(torch.empty(num_heads, max_seq_len, k), max_seq_len, k, s))  # (H, N, k)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
+from ..errors import ConfigError, InputError
 from . import paths
 from .base import DotLogits, FullLogits, SynthesizerOptions
 from .paths import Path, PathInputs, Route
@@ -85,12 +86,12 @@ class SyntheticAttention(nn.Module):
                  fast: bool = True):
         super().__init__()
         if embed_dim <= 0 or num_heads <= 0 or max_seq_len <= 0:
-            raise ValueError(f"embed_dim={embed_dim}, num_heads={num_heads}, max_seq_len={max_seq_len} "
+            raise ConfigError(f"embed_dim={embed_dim}, num_heads={num_heads}, max_seq_len={max_seq_len} "
                              "must all be positive")
         if embed_dim % num_heads:
-            raise ValueError(f"num_heads={num_heads} must divide embed_dim={embed_dim}")
+            raise ConfigError(f"num_heads={num_heads} must divide embed_dim={embed_dim}")
         if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout={dropout} must be in [0, 1)")
+            raise ConfigError(f"dropout={dropout} must be in [0, 1)")
         self.embed_dim, self.num_heads, self.max_seq_len = embed_dim, num_heads, max_seq_len
         self.head_dim = embed_dim // num_heads
         self.causal, self.dropout, self.fast = causal, dropout, fast
@@ -123,7 +124,7 @@ class SyntheticAttention(nn.Module):
     def init_cache(self, batch_size: int, cross: bool = False) -> AttentionCache:
         """An empty cache for incremental decoding (``cross=True`` for cross-attention)."""
         if not self.causal and not cross:
-            raise ValueError("incremental decoding needs causal=True self-attention (or cross=True)")
+            raise InputError("incremental decoding needs causal=True self-attention (or cross=True)")
         w = self.v_proj.weight
         if cross:
             return AttentionCache(values=w.new_zeros(0))
@@ -134,25 +135,25 @@ class SyntheticAttention(nn.Module):
     # ------------------------------------------------------------------ checks
     def _check(self, x: Tensor, memory: Tensor | None, key_padding_mask: Tensor | None, offset: int) -> int:
         if x.dim() != 3 or x.shape[-1] != self.embed_dim:
-            raise ValueError(f"x must have shape (batch, length, embed_dim={self.embed_dim}), got {tuple(x.shape)}")
+            raise InputError(f"x must have shape (batch, length, embed_dim={self.embed_dim}), got {tuple(x.shape)}")
         if memory is not None and (memory.dim() != 3 or memory.shape[-1] != self.embed_dim
                                    or memory.shape[0] != x.shape[0]):
-            raise ValueError(f"memory must have shape (batch={x.shape[0]}, length, embed_dim={self.embed_dim}), "
+            raise InputError(f"memory must have shape (batch={x.shape[0]}, length, embed_dim={self.embed_dim}), "
                              f"got {tuple(memory.shape)}")
         lq = x.shape[1]
         if offset + lq > self.max_seq_len:
-            raise ValueError(f"query length {offset + lq} exceeds max_seq_len={self.max_seq_len}")
+            raise InputError(f"query length {offset + lq} exceeds max_seq_len={self.max_seq_len}")
         if memory is not None:
             lk = memory.shape[1]
         else:
             lk = offset + lq
         if lk > self.max_seq_len:
-            raise ValueError(f"key length {lk} exceeds max_seq_len={self.max_seq_len}")
+            raise InputError(f"key length {lk} exceeds max_seq_len={self.max_seq_len}")
         if key_padding_mask is not None:
             if key_padding_mask.dtype != torch.bool:
-                raise ValueError(f"key_padding_mask must be a bool tensor (True = padding), got {key_padding_mask.dtype}")
+                raise InputError(f"key_padding_mask must be a bool tensor (True = padding), got {key_padding_mask.dtype}")
             if tuple(key_padding_mask.shape) != (x.shape[0], lk):
-                raise ValueError(f"key_padding_mask must have shape (batch, key length) = {(x.shape[0], lk)}, "
+                raise InputError(f"key_padding_mask must have shape (batch, key length) = {(x.shape[0], lk)}, "
                                  f"got {tuple(key_padding_mask.shape)}")
         return lk
 
@@ -162,7 +163,7 @@ class SyntheticAttention(nn.Module):
                 cache: AttentionCache | None = None) -> tuple[Tensor, Tensor | None]:
         offset = cache.pos if cache is not None else 0
         if cache is not None and memory is None and not self.causal:
-            raise ValueError("a cache needs causal=True self-attention (or memory for cross-attention)")
+            raise InputError("a cache needs causal=True self-attention (or memory for cross-attention)")
         lk = self._check(x, memory, key_padding_mask, offset)
         b, lq, _ = x.shape
         if b == 0 or lq == 0 or lk == 0:  # empty batch or sequence: empty output, as nn.MultiheadAttention
@@ -242,7 +243,7 @@ class SyntheticAttention(nn.Module):
             return v, keys
         end = offset + x.shape[1]
         if cache.values.shape[0] != x.shape[0]:
-            raise ValueError(f"cache was made for batch {cache.values.shape[0]}, got batch {x.shape[0]}")
+            raise InputError(f"cache was made for batch {cache.values.shape[0]}, got batch {x.shape[0]}")
         cache.values[:, :, offset:end] = v
         for i, k in keys.items():
             cache.keys[i][:, :, offset:end] = k
@@ -257,7 +258,7 @@ class SyntheticAttention(nn.Module):
         bias = None
         if attn_mask is not None:
             if attn_mask.dim() not in (2, 4) or tuple(attn_mask.shape[-2:]) != (lq, lk):
-                raise ValueError(f"attn_mask must have shape (Lq, Lk) = {(lq, lk)} or (B, H, Lq, Lk), "
+                raise InputError(f"attn_mask must have shape (Lq, Lk) = {(lq, lk)} or (B, H, Lq, Lk), "
                                  f"got {tuple(attn_mask.shape)}")
             if attn_mask.dtype == torch.bool:
                 allowed = ~attn_mask if allowed is None else allowed & ~attn_mask

@@ -5,6 +5,7 @@ add one line to ``SYNTHESIZERS`` (plus its short name in ``SHORT_NAMES``).
 """
 from __future__ import annotations
 
+from ..errors import ConfigError
 from .base import Synthesizer
 from .dense import Dense
 from .factorized_dense import FactorizedDense
@@ -40,7 +41,7 @@ def canonical_name(name: str) -> str:
     if key not in SYNTHESIZERS:
         valid = ", ".join(f"{full} ({short.upper() if len(short) < 3 else short.capitalize()})"
                           for short, full in SHORT_NAMES.items())
-        raise ValueError(f"unknown synthesizer {name!r}; valid: {valid}; mix them with '+', e.g. 'R+V'")
+        raise ConfigError(f"unknown synthesizer {name!r}; valid: {valid}; mix them with '+', e.g. 'R+V'")
     return key
 
 
@@ -49,9 +50,9 @@ def parse_synthesizers(spec: str | list[str] | tuple[str, ...]) -> tuple[str, ..
     parts = spec.split("+") if isinstance(spec, str) else list(spec)
     names = tuple(canonical_name(p) for p in parts)
     if not names:
-        raise ValueError("empty attention spec; give at least one synthesizer, e.g. 'R' or 'R+V'")
+        raise ConfigError("empty attention spec; give at least one synthesizer, e.g. 'R' or 'R+V'")
     if len(set(names)) != len(names):
-        raise ValueError(f"attention spec {spec!r} names a synthesizer twice")
+        raise ConfigError(f"attention spec {spec!r} names a synthesizer twice")
     return names
 
 
