@@ -13,9 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from safetensors import SafetensorError
-from safetensors.torch import load_model, save_model
-
+from .._optional import require
 from ..integrity import (MANIFEST, CheckpointError, fsync_dir, remove_stale_temps, verify_manifest,
                          write_manifest)
 from .config import ModelConfig
@@ -30,7 +28,7 @@ __all__ = ["CONFIG", "CheckpointError", "MANIFEST", "WEIGHTS", "load_weights", "
 def write_model_files(model, folder: Path) -> None:
     """Weights and config into ``folder`` (an empty folder the caller renames or moves into place)."""
     folder = Path(folder)
-    save_model(model, str(folder / WEIGHTS))
+    require("safetensors.torch", "saving a checkpoint").save_model(model, str(folder / WEIGHTS))
     meta = {"format_version": FORMAT_VERSION, "config": model.config.to_dict()}
     (folder / CONFIG).write_text(json.dumps(meta, indent=2))
 
@@ -87,9 +85,11 @@ def load_weights(model, path, device: str = "cpu") -> None:
     file = folder / WEIGHTS
     if not file.is_file():
         raise CheckpointError(f"{file}: not found; the checkpoint is incomplete")
+    st_torch = require("safetensors.torch", "loading a checkpoint")  # optional: the core is torch alone
+    unreadable = require("safetensors", "loading a checkpoint").SafetensorError
     try:
-        missing, unexpected = load_model(model, str(file), strict=False, device=device)
-    except (SafetensorError, OSError) as e:
+        missing, unexpected = st_torch.load_model(model, str(file), strict=False, device=device)
+    except (unreadable, OSError) as e:
         raise CheckpointError(f"{file}: unreadable or truncated weights ({e})") from None
     except RuntimeError as e:  # shape mismatch
         raise CheckpointError(f"{file}: weights do not match {CONFIG} ({str(e).splitlines()[0]} ...)") from None

@@ -1,0 +1,42 @@
+"""Optional dependencies: the core install is torch alone (the layer and the models); everything
+else comes with an extra of ``pip install 'synthformer[EXTRA]'`` (pyproject.toml lists them).
+
+Modules that the core imports (``synthformer``, ``synthformer.attention``, ``synthformer.model``)
+import other packages inside the function that needs them, through ``require``, so that a missing
+one is a clear message naming the extra rather than an ImportError at ``import synthformer``.
+"""
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+# import name -> (distribution name, the extra that brings it); every extra of pyproject.toml
+# that lists the distribution would do, the one named is the smallest.
+PROVIDERS: dict[str, tuple[str, str]] = {
+    "safetensors": ("safetensors", "train"),
+    "tokenizers": ("tokenizers", "train"),
+    "yaml": ("PyYAML", "train"),
+    "tqdm": ("tqdm", "train"),
+    "numpy": ("numpy", "train"),
+    "sacrebleu": ("sacrebleu", "train"),
+    "rouge_score": ("rouge-score", "train"),
+    "chitchat_dataset": ("chitchat-dataset", "train"),
+    "pysword": ("pysword", "train"),
+    "matplotlib": ("matplotlib", "plots"),
+    "transformers": ("transformers", "hf"),
+}
+
+
+def require(module: str, purpose: str) -> ModuleType:
+    """``importlib.import_module(module)``, or an ImportError that says what needs it and how to
+    install it, e.g. ``require("safetensors.torch", "saving and loading checkpoints")``."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        top = module.split(".")[0]
+        if e.name is not None and e.name.split(".")[0] != top:
+            raise  # the package is there but one of its own imports failed: a real error
+        dist, extra = PROVIDERS.get(top, (top, "all"))
+        raise ImportError(f"{purpose} needs the '{dist}' package, which the core install of synthformer "
+                          f"leaves out: pip install 'synthformer[{extra}]' (or pip install {dist})",
+                          name=top) from None
