@@ -2,7 +2,6 @@
 paper's claims checked on our numbers (`synthformer.claims`), and the learning-curve plot. Everything here reads result rows / run folders only."""
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -91,52 +90,8 @@ def findings_markdown(found: list[dict]) -> str:
     return f"{summary}.\n\n" + "\n".join(f"- {finding_line(f)}" for f in found)
 
 
-def read_metrics(run_dir: str | Path) -> list[dict]:
-    """Rows of a run folder's metrics.jsonl."""
-    path = Path(run_dir) / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def plot_curves(runs: dict[str, str | Path], path: str | Path, task: str = "lm", title: str = "") -> Path:
-    """Learning curves of several runs: training loss and the validation main metric against
-    training tokens, one line per run; saved as PNG."""
-    import matplotlib
+    """Learning curves of several runs (one colour per run in both panels): see synthformer.plots.curves."""
+    from .plots.curves import plot_curves as draw
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    metric_title, key, _ = METRIC_COLUMNS.get(task, [("loss", "loss", "")])[0]
-    metric_title = metric_title.replace("valid ", "")
-    fig, (ax_train, ax_valid) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for name, run_dir in runs.items():
-        rows = read_metrics(run_dir)
-        train = [r for r in rows if r["split"] == "train"]
-        valid = [r for r in rows if r["split"] == "valid" and r.get(key) is not None]
-        if train:
-            ax_train.plot([r["tokens"] for r in train], _smooth([r["loss"] for r in train]), label=name)
-        if valid:
-            ax_valid.plot([r["tokens"] for r in valid], [r[key] for r in valid], marker="o", ms=3, label=name)
-    ax_train.set(xlabel="training tokens", ylabel="training loss (smoothed)", title="training loss")
-    ax_valid.set(xlabel="training tokens", ylabel=f"validation {metric_title}", title=f"validation {metric_title}")
-    if key in LOWER_IS_BETTER:
-        ax_valid.set_yscale("log")
-    for ax in (ax_train, ax_valid):
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
-def _smooth(values: list[float], alpha: float = 0.3) -> list[float]:
-    out, acc = [], None
-    for v in values:
-        acc = v if acc is None else alpha * v + (1 - alpha) * acc
-        out.append(acc)
-    return out
+    return draw(runs, path, task=task, title=title)
