@@ -257,7 +257,7 @@ def test_fashion_mnist_real():
     assert s.meta["labels"][9] == "Ankle boot"
     tok = build_tokenizer("pixel")
     enc = encode_labelled(s.train[:4], tok)
-    assert enc[0][0] == [v + 5 for v in x] and tok.decode_bytes(enc[0][0]) == bytes(x)
+    assert enc[0][0] == [v + tok.offset for v in x] and tok.decode_bytes(enc[0][0]) == bytes(x)
 
 
 def test_sentiment_real():
@@ -346,13 +346,13 @@ def test_tokenizer_details(bpe):
     assert bpe.vocab_size == 600
     assert len(bpe.encode("how are you doing today")) < len("how are you doing today") / 2
     char = build_tokenizer("char", ["abc"])
-    assert char.vocab_size == 8 and char.encode("abz") == [5, 6, char.unk_id]
+    assert char.vocab_size == 9 and char.encode("abz") == [6, 7, char.unk_id]  # ids 0-5: specials (<sep> 5)
     byte = build_tokenizer("byte")
-    assert byte.vocab_size == 261 and byte.encode("é") == [0xC3 + 5, 0xA9 + 5]
-    assert byte.decode([1, 0x61 + 5, 2], skip_special=False) == "<bos>a<eos>"
+    assert byte.vocab_size == 262 and byte.encode("é") == [0xC3 + 6, 0xA9 + 6]
+    assert byte.decode([1, 0x61 + 6, 5, 2], skip_special=False) == "<bos>a<sep><eos>"
     with pytest.raises(ValueError, match="unknown tokenizer 'wordpiece'"):
         build_tokenizer("wordpiece", TEXTS)
-    with pytest.raises(ValueError, match="vocab_size >= 261"):
+    with pytest.raises(ValueError, match="vocab_size >= 262"):
         build_tokenizer("bpe", TEXTS, vocab_size=100)
 
 
@@ -360,7 +360,7 @@ def test_tokenizer_details(bpe):
 def test_encode_helpers():
     tok = build_tokenizer("byte")
     stream = encode_lm(["ab", "c"], tok)
-    assert stream.tolist() == [0x61 + 5, 0x62 + 5, 2, 0x63 + 5, 2] and stream.dtype == torch.long
+    assert stream.tolist() == [0x61 + 6, 0x62 + 6, 2, 0x63 + 6, 2] and stream.dtype == torch.long
     pairs = encode_pairs([("hi", "hola")], tok)
     assert pairs[0][0][-1] == 2 and pairs[0][1][0] == 1 and pairs[0][1][-1] == 2
     assert tok.decode(pairs[0][1]) == "hola"
@@ -371,7 +371,7 @@ def test_encode_helpers():
     assert [len(s) for s, _ in out] == [4, 3, 4] and out[0][0][-1] == tok.eos_id
     with pytest.raises(ValueError, match="1 of 2 inputs longer than max_len=3"):
         encode_labelled([("abcd", 0), ("ab", 1)], tok, max_len=3, strict=True)
-    assert encode_labelled([("ab", 1)], tok, add_bos=True) == [([1, 0x61 + 5, 0x62 + 5], 1)]
+    assert encode_labelled([("ab", 1)], tok, add_bos=True) == [([1, 0x61 + 6, 0x62 + 6], 1)]
 
 
 def test_real_pipeline_chitchat(bpe):

@@ -15,7 +15,7 @@ def test_word_tokenizer_one_id_per_listops_symbol(tmp_path):
     tok = build_tokenizer("word", [t for t, _ in s.train])
     assert "word" in TOKENIZERS and isinstance(tok, WordTokenizer)
     # LRA's vocabulary: the four operators, the closing bracket and the ten digits, after the specials
-    assert tok.vocab_size == 5 + len(OPERATORS) + 1 + 10
+    assert tok.vocab_size == len(tok.specials) + len(OPERATORS) + 1 + 10
     assert len(tok.encode("[MIN")) == 1 and tok.encode("[MIN 3 ]") == [tok.encode(w)[0] for w in ("[MIN", "3", "]")]
     for text, _ in s.valid + s.test:
         ids = tok.encode(text)

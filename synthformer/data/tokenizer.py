@@ -1,7 +1,9 @@
 """Tokenizers: byte-level BPE (Hugging Face `tokenizers`), words, characters, and raw bytes.
 
 Every tokenizer numbers its special tokens the same way: ``<pad>`` 0, ``<bos>`` 1, ``<eos>`` 2,
-``<unk>`` 3, ``<mask>`` 4; ordinary tokens follow. `encode` never adds specials (the encoding
+``<unk>`` 3, ``<mask>`` 4, ``<sep>`` 5 (between the two sentences of a sentence pair); ordinary tokens
+follow (``tok.offset`` is the first ordinary id). A tokenizer.json saved before ``<sep>`` existed
+holds the first five specials only and loads as it was (ordinary ids from 5, ``sep_id`` None). `encode` never adds specials (the encoding
 helpers in `synthformer.data.batching` do), and text that happens to contain "<pad>" etc. is
 encoded as ordinary text, so ``decode(encode(s)) == s`` for any string with ``bpe`` and ``byte``
 (``char``: for strings made of characters seen in training; ``word``: for strings of words seen
@@ -19,8 +21,9 @@ from typing import Iterable
 
 from .prepare import DataError
 
-SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>", "<mask>"]
-PAD, BOS, EOS, UNK, MASK = range(len(SPECIALS))
+SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>", "<mask>", "<sep>"]
+PAD, BOS, EOS, UNK, MASK, SEP = range(len(SPECIALS))
+LEGACY_SPECIALS = SPECIALS[:5]  # tokenizer.json files written before <sep>: ordinary ids from 5
 FILENAME = "tokenizer.json"
 
 
@@ -29,7 +32,12 @@ class Tokenizer:
 
     kind = ""
     pad_id, bos_id, eos_id, unk_id, mask_id = PAD, BOS, EOS, UNK, MASK
-    specials = SPECIALS
+    specials = SPECIALS  # this tokenizer's special tokens, ids 0..len-1 (LEGACY_SPECIALS for old files)
+
+    @property
+    def sep_id(self) -> int | None:
+        """Id of ``<sep>`` (sentence pairs), or None for a tokenizer saved before it existed."""
+        return SEP if len(self.specials) > SEP else None
 
     @property
     def vocab_size(self) -> int:
@@ -52,7 +60,7 @@ class Tokenizer:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / FILENAME
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"kind": self.kind, "specials": SPECIALS, **self._state()},
+        tmp.write_text(json.dumps({"kind": self.kind, "specials": list(self.specials), **self._state()},
                                   ensure_ascii=False))
         os.replace(tmp, path)
         return path
@@ -62,13 +70,18 @@ class Tokenizer:
 
 
 class ByteTokenizer(Tokenizer):
-    """256 byte values after the specials: byte b has id b + 5. For LRA-style byte/pixel tasks.
+    """256 byte values after the specials: byte b has id b + offset (6; 5 for a legacy file). For
+    LRA-style byte/pixel tasks.
 
     `encode` takes a str (UTF-8 bytes), ``bytes``, or a sequence of ints 0..255 (e.g. pixels).
     """
 
     kind = "byte"
-    offset = len(SPECIALS)
+    offset = len(SPECIALS)  # first ordinary id (the instance's own: len(specials))
+
+    def __init__(self, specials: list[str] = SPECIALS):
+        self.specials = list(specials)
+        self.offset = len(self.specials)
 
     @property
     def vocab_size(self) -> int:
@@ -94,7 +107,7 @@ class ByteTokenizer(Tokenizer):
             if i >= self.offset:
                 buf.append(i - self.offset)
             else:
-                parts.append(bytes(buf).decode("utf-8", errors="replace") + SPECIALS[i])
+                parts.append(bytes(buf).decode("utf-8", errors="replace") + self.specials[i])
                 buf = []
         return "".join(parts) + bytes(buf).decode("utf-8", errors="replace")
 
@@ -107,11 +120,12 @@ class CharTokenizer(Tokenizer):
 
     kind = "char"
 
-    def __init__(self, chars: Iterable[str]):
+    def __init__(self, chars: Iterable[str], specials: list[str] = SPECIALS):
+        self.specials = list(specials)
         self.chars = sorted(set(chars))
         if any(len(c) != 1 for c in self.chars):
             raise ValueError("CharTokenizer needs single characters")
-        self._ids = {c: i + len(SPECIALS) for i, c in enumerate(self.chars)}
+        self._ids = {c: i + len(self.specials) for i, c in enumerate(self.chars)}
 
     @classmethod
     def train(cls, texts: Iterable[str]) -> "CharTokenizer":
@@ -122,14 +136,14 @@ class CharTokenizer(Tokenizer):
 
     @property
     def vocab_size(self) -> int:
-        return len(SPECIALS) + len(self.chars)
+        return len(self.specials) + len(self.chars)
 
     def encode(self, text: str) -> list[int]:
         return [self._ids.get(c, UNK) for c in text]
 
     def decode(self, ids: Iterable[int], skip_special: bool = True) -> str:
-        n = len(SPECIALS)
-        return "".join(self.chars[i - n] if i >= n else ("" if skip_special else SPECIALS[i])
+        n = len(self.specials)
+        return "".join(self.chars[i - n] if i >= n else ("" if skip_special else self.specials[i])
                        for i in ids)
 
     def _state(self) -> dict:
@@ -143,11 +157,12 @@ class WordTokenizer(Tokenizer):
 
     kind = "word"
 
-    def __init__(self, words: Iterable[str]):
+    def __init__(self, words: Iterable[str], specials: list[str] = SPECIALS):
+        self.specials = list(specials)
         self.words = sorted(set(words))
         if any(not w or w.split() != [w] for w in self.words):
             raise ValueError("WordTokenizer needs non-empty words without whitespace")
-        self._ids = {w: i + len(SPECIALS) for i, w in enumerate(self.words)}
+        self._ids = {w: i + len(self.specials) for i, w in enumerate(self.words)}
 
     @classmethod
     def train(cls, texts: Iterable[str]) -> "WordTokenizer":
@@ -158,14 +173,14 @@ class WordTokenizer(Tokenizer):
 
     @property
     def vocab_size(self) -> int:
-        return len(SPECIALS) + len(self.words)
+        return len(self.specials) + len(self.words)
 
     def encode(self, text: str) -> list[int]:
         return [self._ids.get(w, UNK) for w in text.split()]
 
     def decode(self, ids: Iterable[int], skip_special: bool = True) -> str:
-        n = len(SPECIALS)
-        words = [self.words[i - n] if i >= n else SPECIALS[i] for i in ids if i >= n or not skip_special]
+        n = len(self.specials)
+        words = [self.words[i - n] if i >= n else self.specials[i] for i in ids if i >= n or not skip_special]
         return " ".join(words)
 
     def _state(self) -> dict:
@@ -177,10 +192,11 @@ class BPETokenizer(Tokenizer):
 
     kind = "bpe"
 
-    def __init__(self, hf_tokenizer):
+    def __init__(self, hf_tokenizer, specials: list[str] = SPECIALS):
+        self.specials = list(specials)
         self.hf = hf_tokenizer
         self.hf.encode_special_tokens = True  # "<pad>" inside text stays text
-        for i, s in enumerate(SPECIALS):
+        for i, s in enumerate(self.specials):
             if self.hf.token_to_id(s) != i:
                 raise DataError(f"BPE tokenizer has {s} at id {self.hf.token_to_id(s)}, expected {i}")
 
@@ -277,19 +293,27 @@ def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
 
 
 def _from_state(kind: str, state: dict) -> Tokenizer:
+    specials = _specials(state.get("specials", LEGACY_SPECIALS))
     if TOKENIZERS[kind] is ByteTokenizer:
-        return ByteTokenizer()
+        return ByteTokenizer(specials)
     if kind == "char":
-        return CharTokenizer(_strings(state["chars"]))
+        return CharTokenizer(_strings(state["chars"]), specials)
     if kind == "word":
-        return WordTokenizer(_strings(state["words"]))
+        return WordTokenizer(_strings(state["words"]), specials)
     from tokenizers import Tokenizer as HFTokenizer
 
     try:
         hf = HFTokenizer.from_str(json.dumps(state["hf"]))
     except Exception as e:  # the Rust binding raises a plain Exception for a malformed model
         raise ValueError(str(e)) from None
-    return BPETokenizer(hf)
+    return BPETokenizer(hf, specials)
+
+
+def _specials(value) -> list[str]:
+    """The saved special tokens: the current SPECIALS or the five written before <sep> existed."""
+    if value not in (SPECIALS, LEGACY_SPECIALS):
+        raise ValueError(f"unknown special tokens {str(value)[:80]}; expected {SPECIALS} (or its first five)")
+    return list(value)
 
 
 def _strings(value) -> list[str]:

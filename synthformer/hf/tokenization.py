@@ -4,14 +4,15 @@ synthformer writes ``tokenizer.json`` as its own wrapper ({"kind", "specials", .
 rebuilds the same mapping as a plain ``tokenizers.Tokenizer``:
 
 * ``bpe``: the inner byte-level BPE, unchanged;
-* ``byte`` / ``pixel``: the 256 byte values in GPT-2's byte-to-character alphabet, id = byte + 5, no merges;
-* ``char``: one token per training character, id = rank + 5, unseen characters -> ``<unk>``;
-* ``word``: one token per whitespace-separated training word, id = rank + 5, unseen -> ``<unk>``,
+* ``byte`` / ``pixel``: the 256 byte values in GPT-2's byte-to-character alphabet, id = byte + offset, no merges;
+* ``char``: one token per training character, id = rank + offset, unseen characters -> ``<unk>``;
+* ``word``: one token per whitespace-separated training word, id = rank + offset, unseen -> ``<unk>``,
   decoded joined by single spaces. One difference: a whole word "<pad>" (or another special's text) in
   the input encodes to the special id here (a word-level vocabulary holds one id per string), where
   synthformer gives ``<unk>`` (or the id of that word when it was seen in training: a warning then).
 
-Special tokens keep their ids (``<pad>`` 0, ``<bos>`` 1, ``<eos>`` 2, ``<unk>`` 3, ``<mask>`` 4) and, as in
+Special tokens keep their ids (``<pad>`` 0, ``<bos>`` 1, ``<eos>`` 2, ``<unk>`` 3, ``<mask>`` 4, ``<sep>`` 5;
+offset = the number of specials, 6, or 5 for a tokenizer saved before ``<sep>``) and, as in
 synthformer, text that contains "<pad>" etc. is encoded as ordinary text and no special token is added
 (``encode`` of the two tokenizers agrees; the models' tasks add BOS/EOS themselves).
 """
@@ -39,30 +40,31 @@ def to_tokenizers(tokenizer: Tokenizer):
     """The plain ``tokenizers.Tokenizer`` with the same ids as the synthformer ``tokenizer``."""
     from tokenizers import Tokenizer as HFTokenizer, decoders, models, pre_tokenizers
 
-    base = {s: i for i, s in enumerate(SPECIALS)}
+    specials = list(tokenizer.specials)
+    base = {s: i for i, s in enumerate(specials)}
     if isinstance(tokenizer, BPETokenizer):
         tk = HFTokenizer.from_str(tokenizer.hf.to_str())
     elif isinstance(tokenizer, ByteTokenizer):
         b2u = _bytes_to_unicode()
-        vocab = base | {b2u[b]: b + ByteTokenizer.offset for b in range(256)}
+        vocab = base | {b2u[b]: b + tokenizer.offset for b in range(256)}
         tk = HFTokenizer(models.BPE(vocab=vocab, merges=[]))
         tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
         tk.decoder = decoders.ByteLevel()
     elif tokenizer.kind == "word":
-        clash = sorted(set(tokenizer.words) & set(SPECIALS))
+        clash = sorted(set(tokenizer.words) & set(specials))
         if clash:  # one string cannot have two ids in a Hugging Face vocabulary
             warnings.warn(f"word tokenizer has {clash} as ordinary words; the Hugging Face tokenizer encodes "
                           "them as the special tokens", stacklevel=3)
-        vocab = {w: i + len(SPECIALS) for i, w in enumerate(tokenizer.words)} | base
+        vocab = {w: i + len(specials) for i, w in enumerate(tokenizer.words)} | base
         tk = HFTokenizer(models.WordLevel(vocab=vocab, unk_token=SPECIALS[3]))
         tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()  # str.split(); no decoder: words joined by " "
     elif isinstance(tokenizer, CharTokenizer):
-        vocab = base | {c: i + len(SPECIALS) for i, c in enumerate(tokenizer.chars)}
+        vocab = base | {c: i + len(specials) for i, c in enumerate(tokenizer.chars)}
         tk = HFTokenizer(models.BPE(vocab=vocab, merges=[], unk_token=SPECIALS[3]))
         tk.decoder = decoders.Fuse()  # characters joined as they are (no spaces between tokens)
     else:
         raise TypeError(f"no Hugging Face form for tokenizer {type(tokenizer).__name__}")
-    tk.add_special_tokens(SPECIALS)  # already ids 0..4: marks them special (skipped when decoding)
+    tk.add_special_tokens(specials)  # already ids 0..len-1: marks them special (skipped when decoding)
     tk.encode_special_tokens = True  # "<pad>" inside text stays text, as in synthformer
     return tk
 
@@ -71,8 +73,10 @@ def to_hf_tokenizer(tokenizer: Tokenizer, model_max_length: int | None = None):
     """A ``PreTrainedTokenizerFast`` equal to the synthformer ``tokenizer`` (ids, decoding, specials)."""
     from transformers import PreTrainedTokenizerFast
 
-    pad, bos, eos, unk, mask = SPECIALS
+    pad, bos, eos, unk, mask = SPECIALS[:5]
     kwargs = {"model_max_length": model_max_length} if model_max_length else {}
+    if tokenizer.sep_id is not None:
+        kwargs["sep_token"] = SPECIALS[tokenizer.sep_id]
     return PreTrainedTokenizerFast(tokenizer_object=to_tokenizers(tokenizer), pad_token=pad, bos_token=bos,
                                    eos_token=eos, unk_token=unk, mask_token=mask, split_special_tokens=True,
                                    **kwargs)
