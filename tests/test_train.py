@@ -269,3 +269,19 @@ def test_two_process_ddp_matches_one_process(data, tmp_path):
     for k in wa:
         torch.testing.assert_close(wb[k], wa[k], rtol=1e-3, atol=1e-4)
     assert len(summaries) == 1, summaries  # only rank 0 prints the final result
+
+
+@pytest.mark.parametrize("attention", ["R", "FR", "R+V", "V"])
+def test_bf16_training_runs_and_keeps_fp32_master_weights(attention, data, tmp_path):
+    """`--precision bf16` trains every kind of path on CPU (autocast forward, fp32 weights and optimizer)."""
+    run = tmp_path / "run"
+    summary = json.loads(ok("train", "--task", "lm", "--data", data["lm"], "--attention", attention, "--out", run,
+                            "--precision", "bf16", "--steps", "3", "--batch_size", "4", "--seq_len", "24",
+                            "--vocab_size", "300", "--threads", "1", "--progress", "false", "--eval_batches", "2",
+                            "--warmup_steps", "1").strip().splitlines()[-1])
+    assert math.isfinite(summary["valid"]["ppl"])
+    assert all(math.isfinite(r["loss"]) for r in rows(run, "train"))
+    assert all(w.dtype == torch.float32 for w in weights(run).values())
+    state = torch.load(run / "checkpoints" / "step-00000003" / "state.pt", weights_only=True)
+    moments = [s["exp_avg"] for s in state["optimizer"]["state"].values()]
+    assert moments and all(m.dtype == torch.float32 for m in moments)
