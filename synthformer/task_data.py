@@ -14,6 +14,7 @@ from .data import DataError, build_tokenizer, load_source
 from .errors import ConfigError
 from .model import ModelConfig
 from .tasks import Task, build_task
+from .tasks.classify import pair_splits
 
 
 @dataclass
@@ -35,6 +36,8 @@ def prepare_data(cfg, seq_len: int, tokenizer=None, log=print, pooling: str = "m
     task = build_task(cfg.task, **options)
     t0 = time.time()
     splits = load_source(cfg.data, task.data_task, max_examples=cfg.max_examples, seed=cfg.seed)
+    if cfg.task == "classify":
+        splits = pair_splits(splits)  # sentence pairs joined by meta["pair_separator"] -> (a, b) tuples
     for name in ("train", "valid"):
         if not getattr(splits, name):
             raise DataError(f"data {cfg.data!r} has an empty {name} split; give more examples "
@@ -57,7 +60,7 @@ def _texts(examples: list, data_task: str) -> list[str]:
         return list(examples)
     if data_task == "seq2seq":
         return [t for pair in examples for t in pair]
-    return [x for x, _ in examples if isinstance(x, str)]
+    return [t for x, _ in examples for t in (x if isinstance(x, tuple) else (x,)) if isinstance(t, str)]
 
 
 def resolve_model_config(cfg, model_overrides: dict, task: Task, tokenizer, splits) -> ModelConfig:

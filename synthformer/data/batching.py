@@ -16,6 +16,7 @@ from typing import Iterator, Sequence
 
 import torch
 
+from .prepare import DataError
 from .tokenizer import Tokenizer
 
 Example = tuple  # (src_ids, tgt_ids) for seq2seq, (ids, label) for classify
@@ -87,13 +88,65 @@ def encode_pairs(pairs: Sequence[tuple[str, str]], tok: Tokenizer, *, max_len: i
 def encode_labelled(items: Sequence[tuple], tok: Tokenizer, *, max_len: int | None = None,
                     strict: bool = False, add_bos: bool = False) -> list[tuple[list[int], int]]:
     """classify items: (ids, label); with `add_bos` a leading <bos> (a CLS slot). Inputs may be
-    str, or lists of ints for the byte tokenizer (pixels)."""
+    str, lists of ints for the byte tokenizer (pixels), or sentence pairs ``(a, b)`` (tuples; then
+    every input must be one), encoded ``[<bos>] a <sep> b`` by `encode_sentence_pairs`."""
+    if items and any(isinstance(x, tuple) for x, _ in items):
+        return encode_sentence_pairs(items, tok, max_len=max_len, strict=strict, add_bos=add_bos)
     ids = _encode_all(tok, [x for x, _ in items])
     if add_bos:
         ids = [[tok.bos_id] + s for s in ids]
     ids, long, longest = _truncate(ids, max_len)
     _report([("inputs", long, len(ids), longest, max_len)], strict)
     return [(s, int(lbl)) for s, (_, lbl) in zip(ids, items)]
+
+
+def fit_pair(a: list[int], b: list[int], room: int) -> tuple[list[int], list[int]]:
+    """Cut the pair to at most `room` tokens together, the longer side first (Hugging Face's
+    "longest_first"): the shorter side stays whole while it fits in half; at equal length the first
+    side keeps the odd token. Cuts the ends (the start of a sentence says more)."""
+    if len(a) + len(b) <= room:
+        return a, b
+    short = min(len(a), len(b))
+    if 2 * short >= room:  # both are cut to about half
+        keep_a, keep_b = room - room // 2, room // 2
+    elif len(a) <= len(b):
+        keep_a, keep_b = len(a), room - len(a)
+    else:
+        keep_a, keep_b = room - len(b), len(b)
+    return a[:keep_a], b[:keep_b]
+
+
+def encode_sentence_pairs(items: Sequence[tuple], tok: Tokenizer, *, max_len: int | None = None,
+                          strict: bool = False, add_bos: bool = False) -> list[tuple[list[int], int]]:
+    """classify items whose input is a sentence pair ``((a, b), label)``: ids ``[<bos>] a <sep> b``
+    (BERT's ``[CLS] a [SEP] b``), cut to `max_len` (specials included) by shortening the longer
+    sentence first (`fit_pair`). The tokenizer needs a ``<sep>`` (every tokenizer made since it
+    exists; a tokenizer.json saved before lacks it and is refused)."""
+    if tok.sep_id is None:
+        raise DataError("sentence pairs need a <sep> token, but this tokenizer was saved before "
+                        "synthformer had one; train a new tokenizer (a new run) for sentence-pair data")
+    bad = next((i for i, (x, _) in enumerate(items)
+                if not (isinstance(x, tuple) and len(x) == 2 and all(isinstance(t, str) for t in x))), None)
+    if bad is not None:
+        raise DataError(f"classify example {bad} is not a sentence pair (a tuple of two strings) like the "
+                        f"others: {str(items[bad][0])[:80]}")
+    firsts = _encode_all(tok, [x[0] for x, _ in items])
+    seconds = _encode_all(tok, [x[1] for x, _ in items])
+    lead = [tok.bos_id] if add_bos else []
+    fixed = len(lead) + 1  # the CLS slot and the <sep>
+    if max_len is not None and max_len < fixed + 2:
+        raise ValueError(f"max_len={max_len} leaves no room for a sentence pair: it needs at least "
+                         f"{fixed + 2} tokens (one per sentence, <sep>{' and the CLS slot' if add_bos else ''})")
+    out, long, longest = [], 0, 0
+    for a, b, (_, label) in zip(firsts, seconds, items):
+        total = fixed + len(a) + len(b)
+        longest = max(longest, total)
+        if max_len is not None and total > max_len:
+            long += 1
+            a, b = fit_pair(a, b, max_len - fixed)
+        out.append((lead + a + [tok.sep_id] + b, int(label)))
+    _report([("sentence pairs", long, len(items), longest, max_len)], strict)
+    return out
 
 
 # ----------------------------------------------------------------------------- shared state

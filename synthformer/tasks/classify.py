@@ -1,9 +1,19 @@
-"""Sequence classification with an encoder: cross-entropy over labels; metric accuracy."""
+"""Sequence classification with an encoder: cross-entropy over labels; metric accuracy.
+
+Inputs are single texts or **sentence pairs**: an example whose ``x`` is a tuple ``(a, b)`` is
+encoded ``[CLS] a <sep> b`` (the CLS slot only with pooling "cls"; the longer sentence is cut first
+to fit seq_len). A source that joins its pairs into one string names the joiner in
+``meta["pair_separator"]`` (bible-paraphrase: " ||| "); `pair_splits` turns those back into tuples
+before encoding (`synthformer.task_data.prepare_data` does it for every classify run). There are no
+segment (token type) embeddings: the <sep> token and the positions tell the sides apart.
+"""
 from __future__ import annotations
+
+import dataclasses
 
 import torch.nn.functional as F
 
-from ..data import SequenceBatches, encode_labelled
+from ..data import DataError, SequenceBatches, encode_labelled
 from ..errors import ConfigError
 from .base import Task
 
@@ -74,9 +84,35 @@ class ClassifyTask(Task):
                 "examples": count}
 
 
+def pair_splits(splits):
+    """`splits` (DataSplits) with every ``x`` split into a sentence pair ``(a, b)`` when the source
+    names a joiner in ``meta["pair_separator"]``; unchanged otherwise. An input holding the joiner
+    other than exactly once is refused (DataError naming the split and example)."""
+    sep = splits.meta.get("pair_separator")
+    if not sep:
+        return splits
+    parts = {}
+    for name in ("train", "valid", "test"):
+        examples = getattr(splits, name)
+        pairs = []
+        for i, (x, y) in enumerate(examples):
+            if isinstance(x, tuple):  # already a pair
+                pairs.append((x, y))
+                continue
+            halves = x.split(sep) if isinstance(x, str) else []
+            if len(halves) != 2:
+                raise DataError(f"{splits.meta.get('source', 'data')}: {name} example {i} should be a sentence pair "
+                                f"joined by {sep!r} (meta pair_separator) but is {str(x)[:80]!r}")
+            pairs.append((tuple(halves), y))
+        parts[name] = pairs
+    return dataclasses.replace(splits, **parts)
+
+
 def classifier_input(text, tokenizer, max_len: int, pooling: str) -> list[int]:
-    """Token ids a classifier with `pooling` reads for one text, as the classify task encodes them
-    (for ``synthformer generate`` on a classify run)."""
+    """Token ids a classifier with `pooling` reads for one text or sentence pair ``(a, b)``, as the
+    classify task encodes them (for ``synthformer generate`` on a classify run)."""
+    if isinstance(text, tuple):
+        return encode_labelled([(text, 0)], tokenizer, max_len=max_len, add_bos=pooling == "cls")[0][0]
     ids = tokenizer.encode(text) or [tokenizer.unk_id]
     ids = ([tokenizer.bos_id] + ids) if pooling == "cls" else ids
     return ids[:max_len]
