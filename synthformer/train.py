@@ -30,6 +30,7 @@ reads its own shard of every batch, so ``batch_size`` is per rank (global batch 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import random
 import time
@@ -48,7 +49,7 @@ from .evaluation import evaluate
 from .integrity import atomic_write_json
 from .model import PRESETS, ModelConfig, build_model, count_parameters, load
 from .runs import (DONE, MetricsLogger, check_folder, load_run_tokenizer, open_run, read_run_config,
-                   write_start)
+                   run_model_folder, write_start)
 from .optim import param_groups
 from .task_data import TaskData, prepare_data, resolve_model_config, resolve_seq_len
 from .tasks import TASKS
@@ -106,6 +107,7 @@ class TrainConfig:
     stop_after: int | None = None  # end this invocation after this step (time-boxed jobs); continue with resume
     progress: bool = True  # show a progress bar (rank 0)
     tensorboard: bool = False  # also write TensorBoard logs to out/tensorboard (needs `pip install tensorboard`)
+    init_from: str | None = None  # fine-tuning: a run or model folder of an encoder (e.g. an mlm run); its embeddings, position table and encoder layers (not its head) start this model, whose shape and tokenizer are that run's
 
     def __post_init__(self):
         _check_types(self)
@@ -246,23 +248,89 @@ def _build(cfg: TrainConfig, model_cfg: ModelConfig, data: TaskData, d: Dist, de
     return Parts(data, model_cfg, model, optimizer, batcher, mask_generator)
 
 
+# ----------------------------------------------------------------------------- init_from (fine-tuning)
+ENCODER_PREFIXES = ("embed.", "encoder.")  # what init_from copies: token + position embeddings, encoder layers
+SHAPE_FIELDS = ("embed_dim", "num_heads", "num_layers", "ffn_dim", "max_seq_len", "attention", "factorized_k",
+                "dense_factors", "kernel_size", "linformer_k")  # ModelConfig fields init_from takes over
+
+
+def pretrained_encoder(path: str):
+    """(model, tokenizer) of `path`: a run folder (its final model, else its latest checkpoint) or a
+    model / checkpoint folder inside one (the tokenizer.json of the run above it). ConfigError when
+    it holds no encoder or no tokenizer."""
+    from .data.tokenizer import load_tokenizer
+
+    folder = Path(path)
+    if not folder.is_dir():
+        raise ConfigError(f"init_from={path!r}: no such folder; give the run folder of a finished mlm run")
+    if (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file() and not (folder / "model.safetensors").is_file():
+        folder = run_model_folder(folder)[0]  # a run folder: model/ or the latest checkpoint
+    model = load(folder)
+    if not any(k.startswith("encoder.") for k in model.state_dict()):
+        raise ConfigError(f"init_from={path!r} holds a {model.config.kind} model without an encoder; give an mlm, "
+                          "classify or seq2seq run")
+    tok_file = next((f / "tokenizer.json" for f in (folder, folder.parent, folder.parent.parent)
+                     if (f / "tokenizer.json").is_file()), None)
+    if tok_file is None:
+        raise ConfigError(f"init_from={path!r}: no tokenizer.json in {folder} or the run folder above it")
+    return model, load_tokenizer(tok_file)
+
+
+def _tokenizer_identity(tok) -> str:
+    return json.dumps({"kind": tok.kind, "specials": list(tok.specials), **tok._state()}, sort_keys=True)
+
+
+def init_encoder(model: torch.nn.Module, source: torch.nn.Module, name: str) -> int:
+    """Copy the embeddings, position table and encoder layers of `source` into `model` (its head is
+    left as built); strict: the two must hold the same encoder tensors with the same shapes, else a
+    one-line ConfigError naming the first differences. Returns the number of tensors copied."""
+    mine = {k: v for k, v in model.state_dict().items() if k.startswith(ENCODER_PREFIXES)}
+    theirs = {k: v for k, v in source.state_dict().items() if k.startswith(ENCODER_PREFIXES)}
+    missing, extra = sorted(mine.keys() - theirs.keys()), sorted(theirs.keys() - mine.keys())
+    shapes = [f"{k} {tuple(theirs[k].shape)} vs {tuple(v.shape)}" for k, v in mine.items()
+              if k in theirs and theirs[k].shape != v.shape]
+    if missing or extra or shapes:
+        raise ConfigError(f"init_from={name}: its encoder does not fit this model (shapes: {shapes[:3]}, only here: "
+                          f"{missing[:3]}, only there: {extra[:3]}); use the pretrained run's model shape")
+    model.load_state_dict(theirs, strict=False)
+    return len(theirs)
+
+
+def _init_from(cfg: TrainConfig, overrides: dict, data: TaskData | None) -> tuple[dict, object, torch.nn.Module]:
+    """The pretrained (overrides with its shape, tokenizer, model); refuses data of another tokenizer."""
+    source, tok = pretrained_encoder(cfg.init_from)
+    if data is not None and _tokenizer_identity(data.tokenizer) != _tokenizer_identity(tok):
+        raise ConfigError(f"init_from={cfg.init_from}: the data were encoded with another tokenizer than the "
+                          "pretrained run's; encode them with its tokenizer (prepare_data(cfg, seq_len, tokenizer))")
+    shape = {k: getattr(source.config, k) for k in SHAPE_FIELDS}
+    return {**shape, "vocab_size": source.config.vocab_size, **overrides}, tok, source
+
+
 def _start(cfg: TrainConfig, overrides: dict, data: TaskData | None, out: Path, d: Dist, device: torch.device,
            say) -> Parts:
     """A new run: rank 0 prepares the data and builds everything before it writes the tokenizer and
     config.json (a failed start leaves no file); the other ranks then read both back."""
+    tokenizer = source = None
+    if cfg.init_from:  # the pretrained run's shape and tokenizer; a misfit fails here, before any file
+        overrides, tokenizer, source = _init_from(cfg, overrides, data)
     seq_len = resolve_seq_len(cfg, overrides)
     parts = None
     if d.main:
         pooling = overrides.get("pooling", ModelConfig.preset(cfg.preset).pooling)
-        data = data or prepare_data(cfg, seq_len, log=say, pooling=pooling)
+        data = data or prepare_data(cfg, seq_len, tokenizer, log=say, pooling=pooling)
         model_cfg = resolve_model_config(cfg, overrides, data.task, data.tokenizer, data.splits)
         parts = _build(cfg, model_cfg, data, d, device)
+        if source is not None:
+            n = init_encoder(parts.model, source.to(device), cfg.init_from)
+            say(f"init_from {cfg.init_from}: {n} encoder tensors ({source.config.kind}, attention={source.config.attention})")
         write_start(out, cfg, model_cfg, data.tokenizer, d.world_size)
     barrier(d)
     if not d.main:
         model_cfg = ModelConfig.from_dict(read_run_config(out)["model"])
         data = data or prepare_data(cfg, seq_len, load_run_tokenizer(out), log=say, pooling=model_cfg.pooling)
         parts = _build(cfg, model_cfg, data, d, device)
+        if source is not None:  # DDP would broadcast rank 0's weights anyway; this keeps ranks equal without it
+            init_encoder(parts.model, source.to(device), cfg.init_from)
     return parts
 
 
@@ -275,7 +343,10 @@ def _reopen(cfg: TrainConfig, stored: dict, data: TaskData | None, out: Path, d:
         raise RunError(f"{out / RUN_CONFIG}: the stored model config is invalid ({e}); start a new run") from None
     data = data or prepare_data(cfg, cfg.seq_len or model_cfg.max_seq_len, load_run_tokenizer(out), log=say,
                                 pooling=model_cfg.pooling)
-    return _build(cfg, model_cfg, data, d, device)
+    parts = _build(cfg, model_cfg, data, d, device)
+    if cfg.init_from:  # stopped before its first checkpoint: start from the pretrained encoder again
+        init_encoder(parts.model, pretrained_encoder(cfg.init_from)[0].to(device), cfg.init_from)
+    return parts
 
 
 def _restore(parts: Parts, out: Path, d: Dist, device: torch.device, say) -> tuple[int, dict]:
