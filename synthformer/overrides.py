@@ -21,6 +21,7 @@ import types
 import typing
 from pathlib import Path
 
+from ._optional import require
 from .errors import SynthformerError
 from .model import PRESETS, ModelConfig
 from .train import TrainConfig
@@ -163,13 +164,33 @@ def split_cli_overrides(tokens: list[str]) -> list[tuple[str, object, bool]]:
     return out
 
 
-def read_config_file(path: str) -> list[tuple[str, object, bool]]:
-    """A YAML file of overrides: flat keys, or `train:` / `model:` sections."""
-    import yaml
+CONFIGS = Path(__file__).resolve().parent / "configs"  # the config files shipped with the package
 
+
+def shipped_configs() -> list[str]:
+    """Names of the config files shipped with the package (``--config NAME`` finds them anywhere)."""
+    return sorted(f.stem for f in CONFIGS.glob("*.yaml"))
+
+
+def find_config_file(path: str) -> Path:
+    """``path`` itself when it is a file; otherwise a shipped config by name, so ``NAME``,
+    ``NAME.yaml`` and ``configs/NAME.yaml`` (the README's spelling) work from any folder and from
+    an installed package. Other paths are never redirected: a typo there stays an error."""
     file = Path(path)
-    if not file.is_file():
-        raise UsageError(f"config file not found: {file}")
+    if file.is_file():
+        return file
+    if len(file.parts) == 1 or (len(file.parts) == 2 and file.parts[0] == "configs"):
+        name = file.name if file.suffix in (".yaml", ".yml") else f"{file.name}.yaml"
+        if (CONFIGS / name).is_file():
+            return CONFIGS / name
+    raise UsageError(f"config file not found: {file}; shipped configs (by name): {', '.join(shipped_configs())}")
+
+
+def read_config_file(path: str) -> list[tuple[str, object, bool]]:
+    """A YAML file of overrides (a path, or a shipped config by name: see find_config_file):
+    flat keys, or `train:` / `model:` sections."""
+    file = find_config_file(path)
+    yaml = require("yaml", "reading a config file")
     try:
         data = yaml.safe_load(file.read_text()) or {}
     except yaml.YAMLError as e:
