@@ -3,7 +3,7 @@
 Source: Tay, Bahri, Metzler, Juan, Zhao, Zheng, "Synthesizer: Rethinking Self-Attention for
 Transformer Models", ICML 2021 (arXiv 2005.00743): Table 2 (WMT'14 En-De BLEU, LM1B perplexity),
 Table 3 (CNN/DailyMail ROUGE-L, PersonaChat dialogue), Table 4 (C4 masked LM log perplexity, speed),
-Table 5 (SST-2) and Table 7 (AG News, IMDB accuracy); and the Long Range Arena table. All were measured at full scale on TPUs: compare orderings and relative
+Tables 5-6 (GLUE / SuperGLUE after pretraining; SST-2) and Table 7 (AG News, IMDB accuracy); and the Long Range Arena table. All were measured at full scale on TPUs: compare orderings and relative
 gaps with ours, never absolute values.
 
 Keys are our variant names: the paper's short synthesizer specs ("V", "R", "D+V", ...) and the
@@ -45,6 +45,47 @@ TABLE4_STEPS_PER_S = {"V": 3.90, "dynamicconv": 2.65, "lightconv": 4.05, "D": 3.
 # Table 5: SST-2 accuracy alone (a single-sentence task: no cross-sentence attention needed).
 TABLE5_SST2 = {"V": 92.2, "R": 91.2, "D": 89.9}
 
+# Tables 5 and 6: GLUE / SuperGLUE dev scores after C4 pretraining (T5 small, en-mix, the two co-trained).
+# A cell with two numbers (F1/accuracy, Pearson/Spearman, matched/mismatched) is kept as the pair.
+# "T5 Base+" is T5 with about as many parameters as the +V mixtures (not a variant of ours).
+TABLE5 = {
+    "V": {"glue": 83.5, "cola": 53.1, "sst2": 92.2, "mrpc": (92.0, 88.7), "stsb": (89.1, 88.9), "qqp": (88.2, 91.2),
+          "mnli": (84.7, 85.0), "qnli": 91.7, "rte": 76.9},
+    "T5 Base+": {"glue": 82.8, "cola": 54.3, "sst2": 92.9, "mrpc": (88.0, 83.8), "stsb": (85.2, 85.4),
+                 "qqp": (88.3, 91.2), "mnli": (84.2, 84.3), "qnli": 91.4, "rte": 79.1},
+    "dynamicconv": {"glue": 69.4, "cola": 33.9, "sst2": 90.6, "mrpc": (82.6, 72.5), "stsb": (60.7, 63.1),
+                    "qqp": (84.2, 88.2), "mnli": (73.8, 75.1), "qnli": 84.4, "rte": 58.1},
+    "R": {"glue": 75.1, "cola": 41.2, "sst2": 91.2, "mrpc": (85.9, 79.4), "stsb": (74.0, 74.3), "qqp": (85.5, 89.0),
+          "mnli": (77.6, 78.1), "qnli": 87.6, "rte": 59.2},
+    "D": {"glue": 72.0, "cola": 18.9, "sst2": 89.9, "mrpc": (86.4, 79.4), "stsb": (75.3, 75.5), "qqp": (85.2, 88.3),
+          "mnli": (77.4, 78.1), "qnli": 86.9, "rte": 57.4},
+    "D+V": {"glue": 82.6, "cola": 48.6, "sst2": 92.4, "mrpc": (91.2, 87.7), "stsb": (88.9, 89.0), "qqp": (88.6, 91.5),
+            "mnli": (84.3, 84.8), "qnli": 91.7, "rte": 75.1},
+    "R+V": {"glue": 84.1, "cola": 53.3, "sst2": 92.2, "mrpc": (91.2, 87.7), "stsb": (89.3, 88.9), "qqp": (88.6, 91.4),
+            "mnli": (85.0, 84.6), "qnli": 92.3, "rte": 81.2},
+}
+TABLE6_SUPERGLUE = {"V": 70.3, "T5 Base+": 70.7, "dynamicconv": 57.8, "R": 61.1, "D": 58.5, "D+V": 69.7, "R+V": 72.2}
+GLUE_PAIR_TASKS = ("mrpc", "stsb", "qqp", "mnli", "qnli", "rte")  # sentence pairs: self-attention is also cross-sentence
+GLUE_SINGLE_TASKS = ("sst2",)  # the single-sentence task the paper points to (CoLA, also single, measures grammar)
+
+
+def _cell(value) -> float:
+    return sum(value) / len(value) if isinstance(value, tuple) else value
+
+
+def glue_summary(variant: str) -> dict | None:
+    """The paper's Table 5/6 numbers of `variant` as our fine-tuning suite's metrics: "average" is the
+    GLUE score, "superglue" the SuperGLUE score, "single" SST-2, "pair" the mean of the pair tasks
+    (two-number cells averaged), "pair_vs_single" = 100 x pair / single. None for a variant not in them."""
+    row = TABLE5.get(variant)
+    if row is None:
+        return None
+    pair = sum(_cell(row[t]) for t in GLUE_PAIR_TASKS) / len(GLUE_PAIR_TASKS)
+    single = sum(_cell(row[t]) for t in GLUE_SINGLE_TASKS) / len(GLUE_SINGLE_TASKS)
+    return {"average": row["glue"], "superglue": TABLE6_SUPERGLUE[variant], "single": single, "pair": round(pair, 2),
+            "pair_vs_single": round(100 * pair / single, 2)}
+
+
 # Table 7: AG News and IMDB accuracy (encoding-only classification; k = 32 for the factorized models).
 TABLE7 = {"V": 88.83, "linformer": 86.50, "FR": 86.53, "FR+V": 89.13}
 TABLE7_IMDB = {"V": 81.34, "linformer": 82.86, "FR": 83.39, "FR+V": 84.61}
@@ -59,7 +100,8 @@ LRA = {"V": {"listops": 36.37, "text": 64.27, "retrieval": 57.46, "image": 42.44
 # Our task kinds: the task plus, where the data says it, which of the paper's benchmarks it stands in
 # for. A comparison shows the paper's columns of its own kind only and checks only its kind's claims.
 TASK_KINDS = ("lm", "mlm", "seq2seq", "seq2seq-mt", "seq2seq-dialogue", "seq2seq-summarization",
-              "classify", "classify-topic", "classify-sentiment", "lra-listops", "lra-image")
+              "classify", "classify-topic", "classify-sentiment", "lra-listops", "lra-image",
+              "finetune")  # finetune: pretrain an MLM encoder, fine-tune on a GLUE-like suite (Tables 5-6)
 # (task, registry data source) -> kind; any other data keeps the bare task name (no paper benchmark).
 DATA_KINDS = {("seq2seq", "bible-en-es"): "seq2seq-mt", ("seq2seq", "chitchat"): "seq2seq-dialogue",
               ("classify", "fortunes"): "classify-topic", ("classify", "sentiment"): "classify-sentiment",
@@ -95,6 +137,10 @@ COLUMNS = {
     "classify-sentiment": [("IMDB acc.", TABLE7_IMDB.get), ("SST-2 acc.", TABLE5_SST2.get)],
     "lra-listops": [("LRA ListOps acc.", _lra("listops"))],
     "lra-image": [("LRA Image acc.", _lra("image"))],
+    "finetune": [("GLUE", lambda v: (glue_summary(v) or {}).get("average")),
+                 ("SuperGLUE", lambda v: (glue_summary(v) or {}).get("superglue")),
+                 ("SST-2", lambda v: (glue_summary(v) or {}).get("single")),
+                 ("GLUE pair mean", lambda v: (glue_summary(v) or {}).get("pair"))],
 }
 
 
