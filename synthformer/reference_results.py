@@ -74,7 +74,7 @@ def _cell(value) -> float:
 
 
 def glue_summary(variant: str) -> dict | None:
-    """The paper's Table 5/6 numbers of `variant` as our fine-tuning suite's metrics: "average" is the
+    """The paper's Table 5/6 numbers of `variant` as our fine-tuning suite's metrics: "accuracy" is the
     GLUE score, "superglue" the SuperGLUE score, "single" SST-2, "pair" the mean of the pair tasks
     (two-number cells averaged), "pair_vs_single" = 100 x pair / single. None for a variant not in them."""
     row = TABLE5.get(variant)
@@ -82,7 +82,7 @@ def glue_summary(variant: str) -> dict | None:
         return None
     pair = sum(_cell(row[t]) for t in GLUE_PAIR_TASKS) / len(GLUE_PAIR_TASKS)
     single = sum(_cell(row[t]) for t in GLUE_SINGLE_TASKS) / len(GLUE_SINGLE_TASKS)
-    return {"average": row["glue"], "superglue": TABLE6_SUPERGLUE[variant], "single": single, "pair": round(pair, 2),
+    return {"accuracy": row["glue"], "superglue": TABLE6_SUPERGLUE[variant], "single": single, "pair": round(pair, 2),
             "pair_vs_single": round(100 * pair / single, 2)}
 
 
@@ -137,7 +137,7 @@ COLUMNS = {
     "classify-sentiment": [("IMDB acc.", TABLE7_IMDB.get), ("SST-2 acc.", TABLE5_SST2.get)],
     "lra-listops": [("LRA ListOps acc.", _lra("listops"))],
     "lra-image": [("LRA Image acc.", _lra("image"))],
-    "finetune": [("GLUE", lambda v: (glue_summary(v) or {}).get("average")),
+    "finetune": [("GLUE", lambda v: (glue_summary(v) or {}).get("accuracy")),
                  ("SuperGLUE", lambda v: (glue_summary(v) or {}).get("superglue")),
                  ("SST-2", lambda v: (glue_summary(v) or {}).get("single")),
                  ("GLUE pair mean", lambda v: (glue_summary(v) or {}).get("pair"))],
