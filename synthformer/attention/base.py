@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from ..errors import ConfigError
+
 
 @dataclass
 class DotLogits:
@@ -52,8 +54,9 @@ class SynthesizerOptions:
 
     factorized_k: int = 8  # rank k of Factorized Random (paper: 8; 32 for encoding tasks)
     dense_factors: tuple[int, int] | None = None  # (a, b) of Factorized Dense with a*b = max_seq_len; None = closest to sqrt
-    random_init_scale: float = 1.0  # multiplies the Xavier-uniform bound of R, R1, R2 (1.0 = official code)
+    random_init_scale: float = 1.0  # multiplies the init bound of R, R1, R2 (see random_init)
     bias: bool = True  # biases on the Q/K projections of the dot product (as nn.MultiheadAttention)
+    random_init: str = "xavier"  # "xavier": per-head Xavier-uniform; "glorot3d": the official Mesh TF fans (see init_bound)
 
 
 class Synthesizer(nn.Module):
@@ -86,6 +89,32 @@ class Synthesizer(nn.Module):
         """(B, L, H*E) -> (B, H, L, E)."""
         b, length, _ = t.shape
         return t.view(b, length, self.num_heads, -1).transpose(1, 2)
+
+
+RANDOM_INITS = ("xavier", "glorot3d")
+
+
+def init_bound(kind: str, rows: int, cols: int, heads: int, scale: float = 1.0) -> float:
+    """Uniform bound of a per-head position table of shape (H, rows, cols) (R: N x N; R1, R2: N x k).
+
+    ``"xavier"``: Xavier/Glorot per head, fans (rows, cols): ``sqrt(6 / (rows + cols))`` (R: ``sqrt(3/N)``).
+    ``"glorot3d"``: what the official Mesh TensorFlow code draws, Glorot-uniform over the 3-D variable
+    [rows, heads, cols], whose fans count the leading axis as receptive field: fan_in = rows * heads,
+    fan_out = rows * cols, bound ``sqrt(6 / (rows * (heads + cols)))`` (R: ``sqrt(6 / (N (H + N)))``,
+    about ``sqrt(2 / (H + N))`` times the per-head bound). Either is multiplied by ``scale``.
+    """
+    if kind == "xavier":
+        return scale * math.sqrt(6.0 / (rows + cols))
+    if kind == "glorot3d":
+        return scale * math.sqrt(6.0 / (rows * (heads + cols)))
+    raise ConfigError(f"random_init={kind!r} must be one of {', '.join(RANDOM_INITS)}")
+
+
+def random_table(heads: int, rows: int, cols: int, options: SynthesizerOptions) -> Tensor:
+    """A (heads, rows, cols) table drawn uniformly within :func:`init_bound` of ``options``."""
+    bound = init_bound(options.random_init, rows, cols, heads, options.random_init_scale)
+    with torch.no_grad():
+        return torch.empty(heads, rows, cols).uniform_(-bound, bound)
 
 
 def xavier_uniform_(t: Tensor, fan_in: int, fan_out: int, scale: float) -> Tensor:

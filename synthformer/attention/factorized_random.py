@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError
-from .base import DotLogits, Synthesizer, xavier_uniform_
+from .base import DotLogits, Synthesizer, random_table
 
 
 class FactorizedRandom(Synthesizer):
@@ -20,9 +20,8 @@ class FactorizedRandom(Synthesizer):
         k = options.factorized_k
         if not 1 <= k <= max_seq_len:
             raise ConfigError(f"factorized_k={k} must be between 1 and max_seq_len={max_seq_len}")
-        s = options.random_init_scale
-        self.r1 = nn.Parameter(xavier_uniform_(torch.empty(num_heads, max_seq_len, k), max_seq_len, k, s))  # (H, N, k)
-        self.r2 = nn.Parameter(xavier_uniform_(torch.empty(num_heads, max_seq_len, k), max_seq_len, k, s))  # (H, N, k)
+        self.r1 = nn.Parameter(random_table(num_heads, max_seq_len, k, options))  # (H, N, k)
+        self.r2 = nn.Parameter(random_table(num_heads, max_seq_len, k, options))  # (H, N, k)
 
     def logits(self, x_q, keys, offset, k_len):
         lq = x_q.shape[1]

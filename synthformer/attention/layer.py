@@ -27,7 +27,7 @@ from torch import Tensor, nn
 
 from ..errors import ConfigError, InputError
 from . import paths
-from .base import DotLogits, FullLogits, SynthesizerOptions
+from .base import RANDOM_INITS, DotLogits, FullLogits, SynthesizerOptions
 from .paths import Path, PathInputs, Route
 from .registry import SYNTHESIZERS, parse_synthesizers, short_spec
 
@@ -68,8 +68,12 @@ class SyntheticAttention(nn.Module):
         bias: biases on the Q, K, V and output projections.
         factorized_k: k of Factorized Random (paper: 8; 32 for encoding tasks).
         dense_factors: (a, b) of Factorized Dense, a * b = max_seq_len; None picks the pair nearest sqrt(N).
-        random_init_scale: multiplier of the Xavier-uniform bound of R / R1 / R2 (1.0 as the official
-            code; Fixed Random depends on it: too small and its weights are nearly uniform).
+        random_init_scale: multiplier of the init bound of R / R1 / R2 (Fixed Random depends on it: too
+            small and its weights are nearly uniform).
+        random_init: ``"xavier"`` (default): per-head Xavier-uniform, bound ``sqrt(6 / (2N))`` for R;
+            ``"glorot3d"``: the official Mesh TensorFlow draw, Glorot over the 3-D variable [N, H, N],
+            bound ``sqrt(6 / (N (H + N)))`` (about ``sqrt(2 / (H + N))`` times smaller); see
+            :func:`~synthformer.attention.base.init_bound`.
         fast: use the fast paths when weights are not requested.
 
     Forward: ``out, weights = attn(x, memory=None, key_padding_mask=None, attn_mask=None,
@@ -83,7 +87,7 @@ class SyntheticAttention(nn.Module):
                  synthesizers: str | list[str] | tuple[str, ...] = "vanilla", causal: bool = False,
                  dropout: float = 0.0, bias: bool = True, factorized_k: int = 8,
                  dense_factors: tuple[int, int] | None = None, random_init_scale: float = 1.0,
-                 fast: bool = True):
+                 fast: bool = True, random_init: str = "xavier"):
         super().__init__()
         if embed_dim <= 0 or num_heads <= 0 or max_seq_len <= 0:
             raise ConfigError(f"embed_dim={embed_dim}, num_heads={num_heads}, max_seq_len={max_seq_len} "
@@ -96,8 +100,10 @@ class SyntheticAttention(nn.Module):
         self.head_dim = embed_dim // num_heads
         self.causal, self.dropout, self.fast = causal, dropout, fast
         self.names = parse_synthesizers(synthesizers)
+        if random_init not in RANDOM_INITS:
+            raise ConfigError(f"random_init={random_init!r} must be one of {', '.join(RANDOM_INITS)}")
         options = SynthesizerOptions(factorized_k, tuple(dense_factors) if dense_factors else None,
-                                     random_init_scale, bias)
+                                     random_init_scale, bias, random_init=random_init)
         self.members = nn.ModuleList(SYNTHESIZERS[n](embed_dim, num_heads, max_seq_len, options) for n in self.names)
         # mixture weights alpha = softmax(theta) per head, started uniform
         self.mix_logits = nn.Parameter(torch.zeros(num_heads, len(self.names))) if len(self.names) > 1 else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import FullLogits, Synthesizer, xavier_uniform_
+from .base import FullLogits, Synthesizer, random_table
 
 
 class Random(Synthesizer):
@@ -13,8 +13,7 @@ class Random(Synthesizer):
 
     def __init__(self, embed_dim, num_heads, max_seq_len, options):
         super().__init__(embed_dim, num_heads, max_seq_len, options)
-        r = xavier_uniform_(torch.empty(num_heads, max_seq_len, max_seq_len), max_seq_len, max_seq_len,
-                            options.random_init_scale)  # (H, N, N)
+        r = random_table(num_heads, max_seq_len, max_seq_len, options)  # (H, N, N)
         if self.trainable:
             self.r = nn.Parameter(r)
         else:  # a buffer: never trained, but saved with the model

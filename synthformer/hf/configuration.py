@@ -55,6 +55,7 @@ class SynthformerConfig(PreTrainedConfig):
     factorized_k: int = 8
     dense_factors: list | tuple | None = None
     random_init_scale: float = 1.0
+    random_init: str = "xavier"
     kernel_size: int = 7
     linformer_k: int = 32
     extra: dict = field(default_factory=dict)

@@ -61,7 +61,7 @@ BASELINES: dict[str, Baseline] = {
 }
 
 # Options of SyntheticAttention a model config passes on (the rest of its signature is fixed by the slot).
-SYNTHESIZER_OPTIONS = ("factorized_k", "dense_factors", "random_init_scale")
+SYNTHESIZER_OPTIONS = ("factorized_k", "dense_factors", "random_init_scale", "random_init")
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def build_token_mixer(spec: str | list[str] | tuple[str, ...], *, embed_dim: int
                       max_seq_len: int, causal: bool = False, cross: bool = False, dropout: float = 0.0,
                       field: str = "attention", **options) -> nn.Module:
     """The module for ``spec`` in a slot; ``options`` may hold every model-level mixer option
-    (factorized_k, dense_factors, random_init_scale, kernel_size, linformer_k): each mixer takes its own."""
+    (factorized_k, dense_factors, random_init_scale, random_init, kernel_size, linformer_k): each mixer takes its own."""
     m = check_slot(spec, causal=causal, cross=cross, field=field)
     if m.is_baseline:
         mine = {k: v for k, v in options.items() if k in baseline_options(m.name)}

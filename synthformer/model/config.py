@@ -49,6 +49,7 @@ class ModelConfig:
     factorized_k: int = 8  # rank of Factorized Random (paper: 8; 32 for encoding tasks)
     dense_factors: tuple[int, int] | None = None  # (a, b) of Factorized Dense, a*b = max_seq_len; None = automatic
     random_init_scale: float = 1.0  # multiplier of the per-head Xavier-uniform bound of R / FR tables (the official code's 3-D Glorot is ~sqrt(2/(H+N)); docs/recipe.md)
+    random_init: str = "xavier"  # R / FR table init: "xavier" per head, bound sqrt(6/(2N)); "glorot3d" the official Mesh TF fans over [N, H, N], bound sqrt(6/(N(H+N)))
     kernel_size: int = 7  # lightconv / dynamicconv kernel width
     linformer_k: int = 32  # linformer projected length
     extra: dict = field(default_factory=dict)  # free-form notes carried along (e.g. tokenizer kind); not used to build
@@ -99,7 +100,7 @@ BYTES_PER_VALUE = 4  # float32 parameters and buffers
 POSITIVE_INTS = ("vocab_size", "embed_dim", "num_heads", "num_layers", "ffn_dim", "max_seq_len", "num_classes",
                  "factorized_k", "kernel_size", "linformer_k")
 TOKEN_IDS = ("pad_id", "bos_id", "eos_id")
-MIXER_OPTIONS = ("factorized_k", "dense_factors", "random_init_scale", "kernel_size", "linformer_k")
+MIXER_OPTIONS = ("factorized_k", "dense_factors", "random_init_scale", "random_init", "kernel_size", "linformer_k")
 
 
 def validate(cfg: ModelConfig) -> None:
@@ -123,6 +124,8 @@ def _is_number(v) -> bool:
 def _check_types(cfg: ModelConfig) -> None:
     if cfg.kind not in KINDS:
         raise ConfigError(f"kind={cfg.kind!r} is not one of {', '.join(KINDS)}")
+    if cfg.random_init not in ("xavier", "glorot3d"):
+        raise ConfigError(f"random_init={cfg.random_init!r} must be one of xavier, glorot3d")
     if cfg.pooling not in POOLINGS:
         raise ConfigError(f"pooling={cfg.pooling!r} must be one of {', '.join(POOLINGS)}")
     for name in POSITIVE_INTS + TOKEN_IDS:
