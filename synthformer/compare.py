@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -207,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
+    section, config = {}, None
     try:
         section, config = _compare_section(args.config)
         train_over, model_over = parse_overrides(rest, config)
@@ -229,15 +231,23 @@ def main(argv: list[str] | None = None) -> int:
     except SynthformerError as e:
         print(f"synthformer compare: error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
+    finally:
+        if config and config != args.config and Path(config).parent == Path(tempfile.gettempdir()):
+            Path(config).unlink(missing_ok=True)  # our temporary copy without the compare: section
     return 0
 
 
 def _compare_section(config: str | None) -> tuple[dict, str | None]:
-    """Split a config file's `compare:` section off; returns (section, a file with the rest or None)."""
-    if not config or not Path(config).is_file():
-        return {}, config  # a missing file is reported by parse_overrides
-    import tempfile
+    """Split a config file's `compare:` section off; returns (section, a file with the rest or None).
+    The file with the rest is a temporary copy when a section was split off (the caller removes it)."""
+    if not config:
+        return {}, config
+    from .overrides import find_config_file
 
+    try:
+        config = str(find_config_file(config))  # a shipped config by name works too
+    except SynthformerError:
+        return {}, config  # a missing file is reported by parse_overrides
     import yaml
 
     try:
