@@ -150,3 +150,25 @@ def test_classifier_input_matches_the_task_encoding():
 
 def test_task_base_hooks_are_the_contract():
     assert {"eval_batch", "eval_metrics", "evaluate"} <= set(vars(Task))
+
+
+# ----------------------------------------------------------------------------- sentence pairs
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_classify_encodes_sentence_pairs_cls_a_sep_b(pooling):
+    task = ClassifyTask(pooling=pooling)
+    [(ids, label)] = task.encode([(("ab", "cde"), 1)], TOK, seq_len=L)
+    lead = [TOK.bos_id] if pooling == "cls" else []
+    assert ids == lead + TOK.encode("ab") + [TOK.sep_id] + TOK.encode("cde") and label == 1
+    assert TOK.sep_id == 5 and ids.count(TOK.sep_id) == 1
+    assert classifier_input(("ab", "cde"), TOK, L, pooling) == ids  # generate reads pairs as training did
+
+
+@pytest.mark.filterwarnings("ignore:.*truncated")
+def test_sentence_pairs_cut_the_longer_side_first():
+    task = ClassifyTask(pooling="cls")  # room for the sentences: L - 2 = 10 tokens
+    [(ids, _)] = task.encode([(("a" * 3, "b" * 30), 0)], TOK, seq_len=L)
+    assert len(ids) == L and ids[:5] == [TOK.bos_id] + TOK.encode("aaa") + [TOK.sep_id]  # the short side whole
+    [(ids, _)] = task.encode([(("a" * 30, "b" * 30), 0)], TOK, seq_len=L)
+    assert ids == [TOK.bos_id] + TOK.encode("a" * 5) + [TOK.sep_id] + TOK.encode("b" * 5)  # both halved
+    with pytest.raises(ValueError, match="1 of 1 sentence pairs longer than max_len=12"):
+        task.encode([(("a" * 30, "b"), 0)], TOK, seq_len=L, strict=True)

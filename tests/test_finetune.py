@@ -1,0 +1,194 @@
+"""Pretrain then fine-tune (Tables 5-6): <sep> and sentence pairs, init_from, and the suite end to end on
+real data (chitchat MLM pretraining; sentiment and KJV/WEB paraphrase fine-tuning) at a tiny budget."""
+import json
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+
+from synthformer.data import DataError, build_tokenizer, encode_labelled, load_tokenizer
+from synthformer.data.batching import fit_pair
+from synthformer.data.sources import DataSplits
+from synthformer.data.tokenizer import SPECIALS
+from synthformer.errors import ConfigError
+from synthformer.finetune import SUITE, pretrain_finetune, summarize
+from synthformer.model import load
+from synthformer.tasks.classify import pair_splits
+from synthformer.train import TrainConfig, init_encoder, prepare_data, train
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*truncated")
+
+TINY = {"preset": "tiny", "batch_size": 4, "seq_len": 32, "threads": 1, "device": "cpu", "progress": False,
+        "warmup_steps": 1, "eval_every": 0, "final_eval_batches": 2, "eval_batches": 2}
+SHAPE = {"embed_dim": 32, "num_heads": 2, "num_layers": 2, "ffn_dim": 64, "max_seq_len": 32}
+
+
+def quiet(msg):
+    pass
+
+
+@pytest.fixture(scope="module")
+def mlm_run(tmp_path_factory):
+    """A tiny R+V MLM encoder pretrained on chitchat (real data)."""
+    out = tmp_path_factory.mktemp("pre") / "mlm"
+    cfg = TrainConfig(task="mlm", data="chitchat", max_examples=60, vocab_size=400, steps=3, out=str(out), **TINY)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        train(cfg, {**SHAPE, "attention": "R+V"}, log=quiet)
+    return out
+
+
+# ----------------------------------------------------------------------------- <sep> and pairs
+def test_every_tokenizer_kind_has_sep_after_the_old_specials(tmp_path):
+    assert SPECIALS[:5] == ["<pad>", "<bos>", "<eos>", "<unk>", "<mask>"] and SPECIALS[5] == "<sep>"
+    for kind in ("bpe", "char", "word", "byte"):
+        tok = build_tokenizer(kind, ["ab cd ef"] * 3, vocab_size=300)
+        assert tok.sep_id == 5 and tok.decode([tok.sep_id], skip_special=False) == "<sep>"
+        assert min(tok.encode("ab cd")) >= len(SPECIALS)  # text never encodes to a special
+        back = load_tokenizer(tok.save(tmp_path / kind))
+        assert back.sep_id == 5 and back.encode("ab cd") == tok.encode("ab cd")
+
+
+def test_a_tokenizer_saved_before_sep_loads_as_it_was(tmp_path):
+    file = tmp_path / "tokenizer.json"
+    file.write_text(json.dumps({"kind": "char", "specials": SPECIALS[:5], "chars": ["a", "b"]}))
+    old = load_tokenizer(file)
+    assert old.sep_id is None and old.vocab_size == 7 and old.encode("ab") == [5, 6]  # ids as before <sep>
+    assert old.decode([1, 5, 6], skip_special=False) == "<bos>ab"
+    file.write_text(json.dumps({"kind": "byte", "specials": SPECIALS[:5]}))
+    assert load_tokenizer(file).encode("a") == [0x61 + 5]
+    with pytest.raises(DataError, match="saved before synthformer had one"):
+        encode_labelled([(("a", "b"), 0)], old)
+    file.write_text(json.dumps({"kind": "char", "specials": ["<pad>", "<x>"], "chars": ["a"]}))
+    with pytest.raises(DataError, match="unknown special tokens"):
+        load_tokenizer(file)
+
+
+def test_pair_splits_reads_the_sources_separator():
+    splits = DataSplits([("a b ||| c", 1)], [("d ||| e f", 0)], [], "classify", {"pair_separator": " ||| "})
+    pairs = pair_splits(splits)
+    assert pairs.train == [(("a b", "c"), 1)] and pairs.valid == [(("d", "e f"), 0)] and pairs.meta == splits.meta
+    assert pair_splits(DataSplits([("a ||| b", 1)], [], [], "classify", {})).train == [("a ||| b", 1)]  # no separator: text
+    with pytest.raises(DataError, match="valid example 0 should be a sentence pair"):
+        pair_splits(DataSplits([("a ||| b", 1)], [("no pair", 0)], [], "classify", {"pair_separator": " ||| "}))
+    tok = build_tokenizer("byte")
+    with pytest.raises(DataError, match="example 1 is not a sentence pair"):
+        encode_labelled([(("a", "b"), 0), ("c", 1)], tok)
+
+
+def test_bible_paraphrase_is_encoded_as_pairs_in_a_classify_run():
+    cfg = TrainConfig(task="classify", data="bible-paraphrase", max_examples=40, tokenizer="byte", seq_len=64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        data = prepare_data(cfg, 64, log=quiet, pooling="cls")
+    tok = data.tokenizer
+    for ((kjv, web), label), (ids, y) in zip(data.splits.train, data.encoded["train"]):
+        a, b = fit_pair(tok.encode(kjv), tok.encode(web), 64 - 2)  # the verses, the longer cut first
+        assert ids == [tok.bos_id] + a + [tok.sep_id] + b and y == label in (0, 1)
+        assert kjv.encode().startswith(tok.decode_bytes(a)) and web.encode().startswith(tok.decode_bytes(b))
+    assert sum(len(ids) == 64 for ids, _ in data.encoded["train"]) > 10  # most pairs are long: cut to fit
+
+
+# ----------------------------------------------------------------------------- init_from
+def test_init_from_starts_the_classifier_from_the_pretrained_encoder(mlm_run, tmp_path):
+    out = tmp_path / "cls"
+    cfg = TrainConfig(task="classify", data="sentiment", max_examples=40, steps=1, lr=1e-9, weight_decay=0.0,
+                      init_from=str(mlm_run), out=str(out), **{**TINY, "final_eval_batches": 1})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = train(cfg, log=quiet)
+    pre, fine = load(mlm_run), load(out)
+    assert result["model"]["attention"] == "R+V" and fine.config.embed_dim == SHAPE["embed_dim"]  # its shape
+    pre_sd, fine_sd = pre.state_dict(), fine.state_dict()
+    encoder = [k for k in fine_sd if k.startswith(("embed.", "encoder."))]
+    assert "embed.pos.weight" in encoder and any(".mixer." in k and k.endswith(".r") for k in encoder)
+    for k in encoder:  # one step at lr 1e-9: the weights are the pretrained ones
+        assert torch.allclose(fine_sd[k], pre_sd[k], atol=1e-6), k
+    assert fine_sd["head.weight"].shape == (2, SHAPE["embed_dim"])  # the head is its own (classes, d)
+    assert (out / "tokenizer.json").read_text() == (mlm_run / "tokenizer.json").read_text()  # same vocabulary
+    torch.manual_seed(1)  # without init_from the encoder would differ: the check above can fail
+    other = type(fine)(fine.config)
+    assert not torch.allclose(other.state_dict()["embed.tok.weight"], pre_sd["embed.tok.weight"])
+
+
+def test_init_from_refuses_a_misfit_before_writing_anything(mlm_run, tmp_path):
+    out = tmp_path / "bad"
+    cfg = TrainConfig(task="classify", data="sentiment", max_examples=40, steps=1, init_from=str(mlm_run),
+                      out=str(out), **TINY)
+    with pytest.raises(ConfigError, match="does not fit this model") as info:
+        train(cfg, {"attention": "V"}, log=quiet)  # V has q/k projections, R+V also a table R
+    assert "\n" not in str(info.value) and not (out / "config.json").exists() and not (out / "tokenizer.json").exists()
+    with pytest.raises(ConfigError, match="does not fit this model"):
+        train(cfg, {"embed_dim": 64}, log=quiet)
+    other = prepare_data(TrainConfig(task="classify", data="sentiment", max_examples=40, tokenizer="byte"), 32,
+                         log=quiet)
+    with pytest.raises(ConfigError, match="another tokenizer"):
+        train(cfg, data=other, log=quiet)
+    with pytest.raises(ConfigError, match="no such folder"):
+        train(TrainConfig(task="classify", data="sentiment", init_from=str(tmp_path / "nope"), out=str(out), **TINY))
+    assert not (out / "config.json").exists()
+    model = load(mlm_run)
+    with pytest.raises(ConfigError, match="only there"):
+        init_encoder(torch.nn.Module(), model, "x")  # a module without an encoder takes nothing
+
+
+def test_init_from_misfit_on_the_cli_is_one_line(mlm_run, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "synthformer.cli", "train", "--task", "classify", "--data", "sentiment",
+                           "--max_examples", "40", "--steps", "1", "--seq_len", "32", "--threads", "1",
+                           "--init_from", str(mlm_run), "--attention", "D", "--out", str(tmp_path / "c"),
+                           "--progress", "false"], capture_output=True, text=True, timeout=120)
+    errors = [line for line in proc.stderr.splitlines() if "error" in line]
+    assert proc.returncode == 2 and len(errors) == 1 and "init_from" in errors[0] and "Traceback" not in proc.stderr
+    assert not (tmp_path / "c" / "config.json").exists()
+
+
+# ----------------------------------------------------------------------------- the suite
+def test_summarize_means_and_pair_vs_single():
+    m = summarize({"sentiment": 80.0, "topic": 60.0, "paraphrase": 63.0}, ["sentiment", "topic", "paraphrase"])
+    assert m["accuracy"] == pytest.approx(67.667, abs=1e-3) and m["single"] == 70.0 and m["pair"] == 63.0
+    assert m["pair_vs_single"] == pytest.approx(90.0) and m["acc_topic"] == 60.0
+    assert "pair" not in summarize({"sentiment": 80.0}, ["sentiment"])
+    assert SUITE["paraphrase"].pair and not SUITE["sentiment"].pair
+
+
+def test_suite_two_variants_two_tasks_end_to_end(tmp_path):
+    out = tmp_path / "suite"
+    logs = []
+    kw = dict(pretrain_steps=2, finetune_steps=2, finetune_examples=60, threads=1, device="cpu",
+              pretrain={"max_examples": 60, "seq_len": 32, "batch_size": 4, "vocab_size": 400},
+              finetune={"batch_size": 4}, model={"embed_dim": 32, "ffn_dim": 64, "max_seq_len": 48}, log=logs.append)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = pretrain_finetune(["V", "R"], ["sentiment", "paraphrase"], out, **kw)
+    rows = {r["variant"]: r for r in results["variants"]}
+    assert set(rows) == {"V", "R"} and results["kind"] == "finetune"
+    for name, row in rows.items():
+        for task in ("sentiment", "paraphrase"):
+            done = json.loads((out / "finetune" / task / name / "done.json").read_text())
+            assert row["metrics"][f"acc_{task}"] == done["valid"]["accuracy"]  # the dev accuracy of that run
+            assert done["train"]["init_from"] == str(out / "pretrain" / name) and done["model"]["attention"] == name
+        m = row["metrics"]
+        assert m["accuracy"] == pytest.approx((m["acc_sentiment"] + m["acc_paraphrase"]) / 2)
+        assert m["pair_vs_single"] == pytest.approx(100 * m["acc_paraphrase"] / m["acc_sentiment"])
+    claims = {f["claim"]: f["status"] for f in results["findings"]}
+    assert {"t5-glue-r-below-v", "t5-single-r-close-v", "t5-pairs-r-weak"} <= set(claims)
+    assert set(claims.values()) <= {"reproduced", "not reproduced", "inconclusive"}
+    report = (out / "report.md").read_text()
+    assert "| GLUE | SuperGLUE |" in report and "| 83.5 | 70.3 |" in report and "| 75.1 | 61.1 |" in report
+    assert "`t5-pairs-r-weak`" in report and json.loads((out / "results.json").read_text())["kind"] == "finetune"
+    logs.clear()  # the same out again: every run is reused, the numbers are the same
+    again = pretrain_finetune(["V", "R"], ["sentiment", "paraphrase"], out, **kw)
+    assert sum("finished earlier" in line for line in logs) == 6
+    assert [r["metrics"] for r in again["variants"]] == [r["metrics"] for r in results["variants"]]
+
+
+def test_suite_refuses_bad_input_before_training(tmp_path):
+    with pytest.raises(ConfigError, match="tasks of the suite"):
+        pretrain_finetune(["V"], ["sentiment", "glue"], tmp_path / "x")
+    with pytest.raises(ConfigError, match="unknown|valid"):
+        pretrain_finetune(["V", "nope"], ["sentiment"], tmp_path / "x")
+    with pytest.raises(ConfigError):
+        pretrain_finetune(["V", "v"], ["sentiment"], tmp_path / "x")  # the same variant twice
+    assert not (tmp_path / "x").exists()
