@@ -24,11 +24,11 @@ from .. import __version__
 from ..errors import SynthformerError
 from ..overrides import (UsageError, check_model_overrides, coerce, field_help, make_model_config,
                          make_train_config, parse_overrides)
-from . import bench, compare, data, eval, export, generate, plot, train
+from . import bench, compare, data, eval, export, generate, plot, reproduce, train
 from .delegate import cmd_delegate
 
 # Sub-command name -> its module (in the order of `synthformer --help`).
-COMMANDS = {m.NAME: m for m in (train, eval, generate, compare, data, bench, plot, export)}
+COMMANDS = {m.NAME: m for m in (train, eval, generate, compare, data, bench, plot, export, reproduce)}
 
 
 def build_parser() -> argparse.ArgumentParser:

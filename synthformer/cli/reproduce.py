@@ -1,0 +1,53 @@
+"""`synthformer reproduce`: one command per table and figure of the paper (handed to `synthformer.reproduce`)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+NAME = "reproduce"
+HELP = "reproduce a table or figure of the paper at a budget (smoke | cpu | gpu); --list shows them"
+PASSTHROUGH = True  # parses its own options
+
+
+def add_parser(sub):
+    p = sub.add_parser(NAME, help=HELP, add_help=False)
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ..reproduce import BUDGETS, __doc__ as doc
+
+    p = argparse.ArgumentParser(prog="synthformer reproduce", description=doc.split("\n\n")[0],
+                                epilog="Names: see --list. Each writes report.md, results.json and PNG figures "
+                                       "into --out; rerunning with the same --out continues.")
+    p.add_argument("name", nargs="?", help="what to reproduce: table2, table3, table4, table5, table7, figures, lra")
+    p.add_argument("--list", action="store_true", help="list the names: what each reproduces, data, variants, time")
+    p.add_argument("--budget", default="smoke", help=f"{' | '.join(BUDGETS)} (default: %(default)s)")
+    p.add_argument("--seeds", type=int, default=None, help="seeds per variant (default: the name's for the budget)")
+    p.add_argument("--device", default=None, help="auto | cpu | cuda | cuda:N | mps (default: the budget's)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the budget's, 1 below gpu)")
+    p.add_argument("--out", default=None, help="run folder (default runs/reproduce/NAME-BUDGET)")
+    p.add_argument("--index", metavar="DIR", default=None,
+                   help="write DIR/README.md: every claim of the paper and its status in the reports under DIR")
+    return p
+
+
+def run(args, rest: list[str]) -> int:
+    from ..reproduce import ReproduceError, list_text, reproduce
+    from ..reproduce.index import write_index
+
+    parser = build_parser()
+    opts = parser.parse_args(rest)
+    if opts.list:
+        print(list_text())
+        return 0
+    if opts.index:
+        path = write_index(opts.index)
+        print(f"wrote {path}")
+        return 0
+    if not opts.name:
+        raise ReproduceError("give a name to reproduce (see `synthformer reproduce --list`)")
+    reproduce(opts.name, budget=opts.budget, seeds=opts.seeds, out=opts.out, device=opts.device,
+              threads=opts.threads, log=lambda m: print(m, file=sys.stderr, flush=True))
+    return 0

@@ -1,0 +1,131 @@
+"""`synthformer reproduce NAME`: one command per table and figure of the paper, at a budget you can run.
+
+    synthformer reproduce --list                          # names, what each reproduces, time per budget
+    synthformer reproduce table2 --budget smoke           # a pipeline check, under a minute
+    synthformer reproduce table2 --budget cpu --seeds 2 --out runs/t2
+    synthformer reproduce --index reproductions           # reproductions/README.md from the reports there
+
+Each name trains its variants x seeds through `synthformer.compare` (one shared encoding per grid) and
+writes into its run folder (default runs/reproduce/NAME-BUDGET): one sub-folder per grid (compare's
+results.json with the paper's claims judged, table.md, curves.png, one run folder per variant), then
+``report.md`` (our numbers beside the paper's, every claim of the table with its status),
+``results.json`` and the name's own figures. Running the same command again continues: finished grids
+and runs are reused, an interrupted run resumes from its checkpoint.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from ..data.sources import SOURCES
+from .common import BUDGETS, Context, ReproduceError, write_report
+
+MANIFEST = "reproduce.json"  # name, budget and seeds of a run folder (a rerun must match them)
+
+
+def names() -> dict:
+    from .registry import NAMES
+
+    return NAMES
+
+
+def get(name: str):
+    """The module of a name; ReproduceError listing the names otherwise."""
+    table = names()
+    if name not in table:
+        raise ReproduceError(f"unknown name {name!r}; valid: {', '.join(table)} (see `synthformer reproduce --list`)")
+    return table[name]
+
+
+def check_budget(budget: str) -> str:
+    if budget not in BUDGETS:
+        raise ReproduceError(f"unknown budget {budget!r}; valid: {', '.join(BUDGETS)}")
+    return budget
+
+
+def check_sources(spec) -> None:
+    """Every registry source the name needs is here; else one line saying how to get it (before any training)."""
+    for source in spec.sources:
+        src = SOURCES[source]
+        if not src.installed():
+            raise ReproduceError(f"{spec.name} needs data source {source!r}, which is not installed; "
+                                 f"run `{src.how_to_get}`")
+
+
+def default_out(name: str, budget: str) -> Path:
+    return Path("runs") / "reproduce" / f"{name}-{budget}"
+
+
+def open_folder(out: Path, name: str, budget: str, seeds: int) -> None:
+    """Create the run folder, or check that it holds the same reproduction (continuing it)."""
+    file = out / MANIFEST
+    if out.exists() and not out.is_dir():
+        raise ReproduceError(f"--out {out} is a file; give a folder")
+    if file.exists():
+        try:
+            stored = json.loads(file.read_text())
+        except json.JSONDecodeError:
+            raise ReproduceError(f"{file} is damaged (not JSON); choose another --out") from None
+        mine = {"name": name, "budget": budget, "seeds": seeds}
+        theirs = {k: stored.get(k) for k in mine}
+        if theirs != mine:
+            diff = ", ".join(f"{k} {theirs[k]} (asked {mine[k]})" for k in mine if theirs[k] != mine[k])
+            raise ReproduceError(f"{out} holds another reproduction: {diff}; rerun with its options or choose "
+                                 "another --out")
+        return
+    if out.exists() and any(out.iterdir()):
+        raise ReproduceError(f"{out} is not empty and holds no {MANIFEST}; choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    file.write_text(json.dumps({"name": name, "budget": budget, "seeds": seeds,
+                                "started": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=1))
+
+
+def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: str | Path | None = None,
+              device: str | None = None, threads: int | None = None, log=print) -> dict:
+    """Run one name at a budget into `out`; returns the results dict written to out/results.json."""
+    module = get(name)
+    spec = module.SPEC
+    check_budget(budget)
+    seeds = spec.seeds[budget] if seeds is None else seeds
+    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
+        raise ReproduceError(f"--seeds {seeds} must be an integer >= 1")
+    if threads is not None and threads < 1:
+        raise ReproduceError(f"--threads {threads} must be >= 1")
+    check_sources(spec)
+    if hasattr(module, "check"):
+        module.check()  # e.g. table5: the fine-tuning pipeline is installed
+    out = Path(out) if out else default_out(name, budget)
+    open_folder(out, name, budget, seeds)
+    ctx = Context(name, budget, seeds, out, device=device, threads=threads, log=log)
+    t0 = time.time()
+    sections, images = module.run(ctx)
+    results = write_report(ctx, spec, sections, _wall(out, time.time() - t0), images)
+    log(f"wrote {out / 'report.md'} and {out / 'results.json'}: {len(results['claims'])} claims")
+    return results
+
+
+def _wall(out: Path, this_call: float) -> float:
+    """Training + evaluation time of the runs in the folder (a continued run counts its earlier calls)."""
+    total = 0.0
+    for file in out.glob("*/results.json"):
+        try:
+            total += float(json.loads(file.read_text()).get("wall_s") or 0.0)
+        except (json.JSONDecodeError, ValueError):
+            pass
+    return max(total, this_call)
+
+
+def list_text() -> str:
+    """What `--list` prints: each name, what it reproduces, its data, variants and time per budget."""
+    lines = []
+    for name, module in names().items():
+        s = module.SPEC
+        times = ", ".join(f"{b} {s.minutes[b]}" for b in BUDGETS)
+        seeds = ", ".join(f"{b} {s.seeds[b]}" for b in BUDGETS)
+        lines += [f"{name}: {s.reproduces}", f"    data: {s.data}", f"    variants: {s.variants}",
+                  f"    time: {times} (seeds per variant: {seeds})", ""]
+    return "\n".join(lines).rstrip()
+
+
+__all__ = ["BUDGETS", "ReproduceError", "check_budget", "default_out", "get", "list_text", "names", "reproduce"]

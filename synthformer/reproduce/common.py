@@ -1,0 +1,279 @@
+"""What every `synthformer reproduce NAME` shares: budgets, the spec of a name, variant grids run
+through `synthformer.compare`, the run folder's manifest, and report.md / results.json.
+
+A name (one module of this package) declares a `Spec` (what it reproduces, data, variants, time per
+budget, why it differs from the paper) and a ``run(ctx)`` that returns `Section`s; `reproduce()` in
+the package's ``__init__`` checks the sources, opens the run folder and writes the report.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..claims import CLAIMS, STATUSES, finding_line
+from ..errors import SynthformerError
+from ..report import table_markdown
+
+BUDGETS = ("smoke", "cpu", "gpu")
+SMOKE_NOTE = ("**Smoke budget: a check that the pipeline runs end to end (two training steps). The models are "
+              "untrained, so the numbers and claim statuses below mean nothing; use --budget cpu or gpu.**")
+NOT_CHECKED = "not checked"
+NOT_RUN = "not run yet"
+
+
+class ReproduceError(SynthformerError):
+    """Bad input to `synthformer reproduce` (name, budget, seeds, run folder, missing source)."""
+
+
+# Train options of every grid per budget (the modules add steps, lengths and their own choices).
+# smoke: a pipeline check of a few seconds per variant (the tests run it); cpu: tiny models that fit
+# ~45 minutes per name on 2 cores; gpu: small models for one GPU (not run in CI).
+BUDGET_TRAIN = {
+    "smoke": dict(preset="tiny", steps=2, batch_size=4, max_examples=40, seq_len=32, vocab_size=300,
+                  warmup_steps=1, eval_every=0, eval_batches=1, final_eval_batches=1, decode_examples=4,
+                  checkpoint_every=0, log_every=1, progress=False, threads=1),
+    "cpu": dict(preset="tiny", batch_size=16, vocab_size=2000, lr=2e-3, warmup_steps=40, eval_every=100,
+                eval_batches=20, final_eval_batches=0, decode_examples=200, checkpoint_every=100,
+                log_every=10, progress=False, threads=1),
+    "gpu": dict(preset="small", batch_size=64, vocab_size=8000, lr=1e-3, warmup_steps=400, eval_every=500,
+                eval_batches=50, final_eval_batches=0, decode_examples=500, checkpoint_every=1000,
+                log_every=50, precision="bf16", device="cuda"),
+}
+BUDGET_MODEL = {"smoke": dict(max_seq_len=32), "cpu": {}, "gpu": {}}
+
+
+def budget_train(budget: str, **over) -> dict:
+    return {**BUDGET_TRAIN[budget], **over}
+
+
+def budget_model(budget: str, **over) -> dict:
+    return {**BUDGET_MODEL[budget], **over}
+
+
+def per_budget(budget: str, smoke, cpu, gpu):
+    """The value of the current budget (steps, lengths, ...)."""
+    return {"smoke": smoke, "cpu": cpu, "gpu": gpu}[budget]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What one name reproduces, shown by `synthformer reproduce --list` and at the top of its report."""
+
+    name: str  # registry name, e.g. "table2"
+    reproduces: str  # the paper's table / figure and what it measures
+    data: str  # the data used, in words
+    variants: str  # the variants, in words
+    minutes: dict  # budget -> estimated wall time in words, e.g. {"smoke": "< 1 min", ...}
+    seeds: dict  # budget -> default seeds per variant
+    sources: tuple  # registry sources it needs (checked before any training)
+    tables: tuple  # claim tables (synthformer.claims) whose claims the report lists
+    differences: str  # how this setting differs from the paper's, and so what can be compared
+    extra_claims: tuple = ()  # (id, table, text) of claims checked here that synthformer.claims lacks
+
+
+@dataclass(frozen=True)
+class Grid:
+    """One variants x seeds comparison (a `compare` call) of a name."""
+
+    key: str  # sub-folder of the run folder, e.g. "mt"
+    title: str  # section title
+    task: str  # lm | seq2seq | classify | mlm
+    data: str  # source name or a data folder
+    variants: tuple  # variant specs
+    train: dict  # TrainConfig overrides
+    model: dict = field(default_factory=dict)  # ModelConfig overrides
+    kind: str | None = None  # task kind for paper columns / claims (default from task and data)
+    note: str = ""  # one paragraph under the title: what stands in for the paper's benchmark
+
+
+@dataclass
+class Section:
+    """One part of a report: Markdown body plus the findings (claims.judge dicts) it checked."""
+
+    title: str
+    body: str
+    findings: list = field(default_factory=list)  # structured findings from synthformer.claims
+    extra: list = field(default_factory=list)  # module-judged claims: {claim, table, text, status, detail}
+    kinds: tuple = ()  # task kinds of its grids (which claims apply)
+    variants: tuple = ()  # variants it ran
+    data: dict = field(default_factory=dict)  # what goes into results.json for this section
+
+
+@dataclass
+class Context:
+    """A reproduction in progress: the options and the run folder."""
+
+    name: str
+    budget: str
+    seeds: int
+    out: Path
+    device: str | None = None
+    threads: int | None = None
+    log: object = print
+
+    def train_overrides(self, grid: Grid) -> dict:
+        over = dict(grid.train)
+        if self.device:
+            over["device"] = self.device
+        if self.threads:
+            over["threads"] = self.threads
+        return over
+
+    def run_grid(self, grid: Grid) -> dict:
+        """Run (or reuse, or continue) one comparison in out/<key>; returns its results dict."""
+        from ..compare import compare
+
+        folder = self.out / grid.key
+        done = folder / "results.json"
+        if done.exists():
+            self.log(f"{self.name}/{grid.key}: finished earlier, reusing {done}")
+            return json.loads(done.read_text())
+        self.log(f"{self.name}/{grid.key}: {grid.title}: {', '.join(grid.variants)} x {self.seeds} seed(s)")
+        return compare(list(grid.variants), self.train_overrides(grid), dict(grid.model), folder,
+                       log=self.log, seeds=self.seeds, kind=grid.kind)
+
+
+# ----------------------------------------------------------------------------- sections and reports
+def slim_rows(results: dict) -> list[dict]:
+    """The result rows without resolved configs (results.json of the grid keeps those)."""
+    keep = ("variant", "params", "metrics", "metrics_std", "tokens_per_s", "tokens_per_s_std", "train_time_s",
+            "n_seeds", "runs")
+    return [{k: r.get(k) for k in keep} for r in results["variants"]]
+
+
+def grid_section(grid: Grid, results: dict, tables: tuple, extra_body: str = "") -> Section:
+    """The standard section of a grid: our table beside the paper's columns, the curves, the claims."""
+    rows = results["variants"]
+    kind = results["kind"]
+    found = [f for f in results.get("findings", []) if f["table"] in tables]
+    body = [grid.note, "", table_markdown(rows, grid.task, kind=kind)]
+    if extra_body:
+        body += ["", extra_body]
+    body += ["", f"![learning curves]({grid.key}/curves.png)"]
+    return Section(grid.title, "\n".join(body).strip("\n"), found, kinds=(kind,),
+                   variants=tuple(r["variant"] for r in rows),
+                   data={"key": grid.key, "task": grid.task, "data": grid.data, "kind": kind,
+                         "folder": grid.key, "rows": slim_rows(results), "findings": found})
+
+
+def claim_statuses(spec: Spec, sections: list[Section]) -> list[dict]:
+    """Every claim of the spec's tables: its status here, or why it was not checked."""
+    out = []
+    found = {f["claim"]: f for s in sections for f in s.findings}
+    kinds = {k for s in sections for k in s.kinds}
+    ran = {v for s in sections for v in s.variants}
+    for claim in CLAIMS:
+        if claim.table not in spec.tables:
+            continue
+        if claim.name in found:
+            f = found[claim.name]
+            out.append({"claim": claim.name, "table": claim.table, "text": claim.text, "status": f["status"],
+                        "detail": short_finding(f)})
+            continue
+        applies = [k for k in kinds if claim.applies_to(k)]
+        missing = [v for v in (claim.subject, *claim.others) if v not in ran]
+        why = ("no run of its benchmark kind (" + ", ".join(claim.kinds) + ")" if not applies
+               else f"variants not run: {', '.join(missing)}" if missing else f"metric {claim.metric} missing")
+        out.append({"claim": claim.name, "table": claim.table, "text": claim.text, "status": NOT_CHECKED,
+                    "detail": why})
+    for s in sections:
+        out.extend(s.extra)
+    known = {c["claim"] for c in out}
+    for cid, table, text in spec.extra_claims:
+        if cid not in known:
+            out.append({"claim": cid, "table": table, "text": text, "status": NOT_CHECKED,
+                        "detail": "its run did not produce the numbers"})
+    return out
+
+
+def short_finding(f: dict) -> str:
+    """A finding's numbers and rule without its status and claim text (the report's table shows those)."""
+    line = finding_line(f)
+    return line[line.index("Paper:"):] if "Paper:" in line else line
+
+
+def status_counts(claims: list[dict]) -> str:
+    counts = {}
+    for c in claims:
+        counts[c["status"]] = counts.get(c["status"], 0) + 1
+    order = [*STATUSES, NOT_CHECKED] + [s for s in counts if s not in STATUSES and s != NOT_CHECKED]
+    return ", ".join(f"{counts[s]} {s}" for s in order if s in counts)
+
+
+def write_report(ctx: Context, spec: Spec, sections: list[Section], wall_s: float, images: list[str]) -> dict:
+    """report.md and results.json of a name in ctx.out; returns the results dict."""
+    from ..checkpoint import atomic_write_json
+    from ..reference_results import CITATION
+
+    claims = claim_statuses(spec, sections)
+    lines = [f"# synthformer reproduce {spec.name}: {spec.reproduces}", "",
+             f"Budget **{ctx.budget}**, {ctx.seeds} seed(s) per variant, device {ctx.device or 'auto'}; "
+             f"{wall_s / 60:.1f} min of training and evaluation in this folder's runs "
+             f"(`synthformer reproduce {spec.name} --budget {ctx.budget} --seeds {ctx.seeds} --out {ctx.out}`).",
+             "", f"Data: {spec.data}. Variants: {spec.variants}.", "",
+             *([SMOKE_NOTE, ""] if ctx.budget == "smoke" else []),
+             f"**How this differs from the paper.** {spec.differences} The paper's numbers ({CITATION}) were "
+             "measured at full scale on TPUs: compare orderings and relative gaps, never absolute values.", "",
+             f"## Claims of {', '.join(spec.tables)}: {status_counts(claims)}", "",
+             "| claim | status | detail |", "|---|---|---|"]
+    for c in claims:
+        lines.append(f"| {c['text']} (`{c['claim']}`) | **{c['status']}** | {_cell(c['detail'])} |")
+    lines.append("")
+    for s in sections:
+        lines += [f"## {s.title}", "", s.body, ""]
+    if images:
+        lines += ["## Figures", ""] + [f"![{Path(i).stem}]({i})" for i in images] + [""]
+    (ctx.out / "report.md").write_text("\n".join(lines))
+    results = {"name": spec.name, "reproduces": spec.reproduces, "budget": ctx.budget, "seeds": ctx.seeds,
+               "device": ctx.device, "wall_s": wall_s, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+               "claims": claims, "sections": [{"title": s.title, **s.data} for s in sections], "images": images}
+    atomic_write_json(ctx.out / "results.json", results)
+    return results
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def fmt(value, spec: str = "{:.2f}") -> str:
+    return "—" if value is None else spec.format(value)
+
+
+def markdown_table(head: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- trained runs, post hoc
+def open_grid_data(run_dir: Path, log=None):
+    """(TrainConfig, TaskData) of a trained run, encoded with its own tokenizer (every run of a grid
+    shares it, so one call serves the whole grid)."""
+    from ..model import ModelConfig
+    from ..overrides import make_train_config
+    from ..runs import load_run_tokenizer, read_run_config
+    from ..train import prepare_data
+
+    stored = read_run_config(run_dir)
+    cfg = make_train_config({**stored["train"], "resume": False})
+    model_cfg = ModelConfig.from_dict(stored["model"])
+    data = prepare_data(cfg, cfg.seq_len or model_cfg.max_seq_len, load_run_tokenizer(run_dir),
+                        log=log or (lambda *a: None), pooling=model_cfg.pooling)
+    return cfg, data
+
+
+def load_model(run_dir: Path, device: str = "cpu"):
+    from ..model import load
+    from ..runs import run_model_folder
+
+    model_dir, _ = run_model_folder(run_dir)
+    model = load(model_dir, device=device)
+    model.eval()
+    return model
+
+
+def replace(obj, **kw):
+    return dataclasses.replace(obj, **kw)

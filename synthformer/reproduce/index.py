@@ -1,0 +1,94 @@
+"""The index of a folder of reproductions (`synthformer reproduce --index DIR` -> DIR/README.md): every
+claim of the paper, its status in the reports found under DIR (one folder per name), and why ours
+differs; names with no report are listed as not run yet."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..claims import CLAIMS
+from .common import NOT_RUN, ReproduceError, markdown_table, status_counts
+
+
+def _reports(root: Path) -> dict:
+    """{name: results.json of that name} for every name-level results.json in root/*/."""
+    from . import names
+
+    found = {}
+    for file in sorted(root.glob("*/results.json")):
+        try:
+            data = json.loads(file.read_text())
+        except json.JSONDecodeError:
+            continue
+        if data.get("name") in names() and "claims" in data:
+            found[data["name"]] = {**data, "folder": file.parent.name}
+    return found
+
+
+def all_claims() -> list[tuple[str, str, str, str]]:
+    """(name, claim id, table, text) of every claim the names check, in the order of the names."""
+    from . import names
+
+    out, seen = [], set()
+    for name, module in names().items():
+        spec = module.SPEC
+        for c in CLAIMS:
+            if c.table in spec.tables and c.name not in seen:
+                out.append((name, c.name, c.table, c.text))
+                seen.add(c.name)
+        for cid, table, text in spec.extra_claims:
+            if cid not in seen:
+                out.append((name, cid, table, text))
+                seen.add(cid)
+    return out
+
+
+def write_index(root: str | Path) -> Path:
+    from . import names
+
+    root = Path(root)
+    if not root.is_dir():
+        raise ReproduceError(f"--index {root}: not a folder (run `synthformer reproduce NAME --out {root}/NAME` first)")
+    reports = _reports(root)
+    lines = ["# Reproductions of the Synthesizer paper", "",
+             "Written by `synthformer reproduce --index` from the reports in this folder. Each folder holds one "
+             "name's `report.md` (our numbers beside the paper's, every claim with its status and the rule that "
+             "decided it), `results.json` and figures. The paper's numbers come from full-scale TPU runs; ours "
+             "from small models on small real data sets, so the claims are checked as orderings and relative gaps.",
+             "", "## Names", ""]
+    rows = []
+    for name, module in names().items():
+        spec = module.SPEC
+        r = reports.get(name)
+        if r:
+            rows.append([f"[{name}]({r['folder']}/report.md)", spec.reproduces, r["budget"], r["seeds"],
+                         f"{r['wall_s'] / 60:.0f} min", status_counts(r["claims"])])
+        else:
+            rows.append([name, spec.reproduces, NOT_RUN, "—", "—",
+                         f"run `synthformer reproduce {name} --budget cpu --out {root.name}/{name}`"])
+    lines += [markdown_table(["name", "reproduces", "budget", "seeds", "time", "claims"], rows), ""]
+    lines += ["## Every claim of the paper", ""]
+    claim_rows = []
+    for name, cid, table, text in all_claims():
+        r = reports.get(name)
+        mine = next((c for c in (r or {}).get("claims", []) if c["claim"] == cid), None)
+        if mine is None:
+            status, detail = (NOT_RUN, f"`synthformer reproduce {name}`") if r is None else ("not checked", "")
+        else:
+            status, detail = mine["status"], mine["detail"]
+        claim_rows.append([table, f"{text} (`{cid}`)", f"**{status}**", f"{name} ({r['budget']})" if r else name,
+                           _short(detail)])
+    lines += [markdown_table(["table", "claim", "status", "where", "detail"], claim_rows), ""]
+    lines += ["## Why ours differs", ""]
+    for name, module in names().items():
+        lines += [f"- **{name}**: {module.SPEC.differences}"]
+    not_run = [n for n in names() if n not in reports]
+    lines += ["", "## Not run yet", "", ", ".join(not_run) if not_run else "Every name has a report here.", ""]
+    path = root / "README.md"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def _short(text: str, limit: int = 400) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
