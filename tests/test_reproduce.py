@@ -125,12 +125,17 @@ def test_figures_smoke_draws_histograms_and_heatmaps(tmp_path):
     assert results["images"] == ["histograms.png", "attention.png"]
 
 
-def test_index_lists_every_claim_and_what_was_not_run(tmp_path):
+def test_publish_and_index_list_every_claim_and_what_was_not_run(tmp_path):
     out = tmp_path / "reproductions"
-    code, _, err = reproduce("table7", "--budget", "smoke", "--out", out / "table7")
+    code, _, err = reproduce("table7", "--budget", "smoke", "--out", tmp_path / "run", "--publish", out)
     assert code == 0, err
+    dest = out / "table7"
+    assert {p.name for p in dest.iterdir()} == {"report.md", "results.json", "topic", "sentiment"}
+    assert {p.name for p in (dest / "topic").iterdir()} == {"table.md", "results.json", "curves.png"}
+    assert not list(dest.rglob("*.safetensors"))  # reports and figures only, no weights
+    (out / "README.md").unlink()
     code, stdout, _ = run_in_process(main, "reproduce", "--index", out)
-    assert code == 0
+    assert code == 0 and "README.md" in stdout
     text = (out / "README.md").read_text()
     assert "[table7](table7/report.md)" in text
     for claim in CLAIMS:  # every claim of the paper, with a status

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 NAME = "reproduce"
 HELP = "reproduce a table or figure of the paper at a budget (smoke | cpu | gpu); --list shows them"
@@ -28,6 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="auto | cpu | cuda | cuda:N | mps (default: the budget's)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the budget's, 1 below gpu)")
     p.add_argument("--out", default=None, help="run folder (default runs/reproduce/NAME-BUDGET)")
+    p.add_argument("--publish", metavar="DIR", default=None,
+                   help="after the run (reused when finished), copy its reports, results and figures (no weights) "
+                        "to DIR/NAME and rewrite DIR/README.md")
     p.add_argument("--index", metavar="DIR", default=None,
                    help="write DIR/README.md: every claim of the paper and its status in the reports under DIR")
     return p
@@ -35,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args, rest: list[str]) -> int:
     from ..reproduce import ReproduceError, list_text, reproduce
-    from ..reproduce.index import write_index
+    from ..reproduce.index import publish, write_index
 
     parser = build_parser()
     opts = parser.parse_args(rest)
@@ -48,6 +52,12 @@ def run(args, rest: list[str]) -> int:
         return 0
     if not opts.name:
         raise ReproduceError("give a name to reproduce (see `synthformer reproduce --list`)")
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     reproduce(opts.name, budget=opts.budget, seeds=opts.seeds, out=opts.out, device=opts.device,
-              threads=opts.threads, log=lambda m: print(m, file=sys.stderr, flush=True))
+              threads=opts.threads, log=log)
+    if opts.publish:
+        from ..reproduce import default_out
+
+        dest = publish(opts.out or default_out(opts.name, opts.budget), opts.publish)
+        log(f"published to {dest} and {Path(opts.publish) / 'README.md'}")
     return 0

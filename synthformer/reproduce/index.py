@@ -92,3 +92,32 @@ def write_index(root: str | Path) -> Path:
 def _short(text: str, limit: int = 400) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+# Files of a reproduction worth keeping (reports, numbers, figures); run folders (weights, checkpoints)
+# and generated data stay behind.
+PUBLISHED = ("report.md", "results.json", "table.md", "curves.png")
+
+
+def publish(run: str | Path, root: str | Path) -> Path:
+    """Copy a finished reproduction's reports, results and figures from `run` to root/NAME (no weights,
+    no run folders), then rewrite root/README.md. Returns the destination folder."""
+    import shutil
+
+    run, root = Path(run), Path(root)
+    file = run / "results.json"
+    if not file.exists():
+        raise ReproduceError(f"{run} holds no finished reproduction (no results.json); run it first")
+    name = json.loads(file.read_text()).get("name")
+    dest = root / str(name)
+    dest.mkdir(parents=True, exist_ok=True)
+    for path in sorted(run.iterdir()):
+        if path.is_file() and (path.name in PUBLISHED or path.suffix == ".png"):
+            shutil.copy2(path, dest / path.name)
+        elif path.is_dir() and not (path / "config.json").exists() and path.name != "data":
+            for sub in path.iterdir():
+                if sub.is_file() and (sub.name in PUBLISHED or sub.suffix == ".png"):
+                    (dest / path.name).mkdir(exist_ok=True)
+                    shutil.copy2(sub, dest / path.name / sub.name)
+    write_index(root)
+    return dest
