@@ -45,6 +45,9 @@ def prepare_data(cfg, seq_len: int, tokenizer=None, log=print, pooling: str = "m
     if tokenizer is None:
         texts = _texts(splits.train, task.data_task)
         tokenizer = build_tokenizer(cfg.tokenizer, texts, vocab_size=cfg.vocab_size)
+    if cfg.task == "mlm":  # mask with the tokenizer's own specials (a run's tokenizer may predate <sep>)
+        task = build_task("mlm", mask_prob=cfg.mask_prob, num_specials=len(tokenizer.specials),
+                          mask_id=tokenizer.mask_id)
     with warnings.catch_warnings():
         if cfg.task in ("seq2seq", "classify"):
             warnings.simplefilter("default")  # one truncation warning per split, shown

@@ -48,7 +48,7 @@ from .errors import ConfigError
 from .evaluation import evaluate
 from .integrity import atomic_write_json
 from .model import PRESETS, ModelConfig, build_model, count_parameters, load
-from .runs import (DONE, MetricsLogger, check_folder, load_run_tokenizer, open_run, read_run_config,
+from .runs import (DONE, RUN_CONFIG, MetricsLogger, check_folder, load_run_tokenizer, open_run, read_run_config,
                    run_model_folder, write_start)
 from .optim import param_groups
 from .task_data import TaskData, prepare_data, resolve_model_config, resolve_seq_len
