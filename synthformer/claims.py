@@ -38,6 +38,7 @@ from .reference_results import (LRA, TABLE2, TABLE3, TABLE4, TABLE4_STEPS_PER_S,
 RELATIONS = ("worse", "within", "better")
 SEED_SPREAD = 2.0  # inconclusive when |excess| < SEED_SPREAD x pooled std (two or more seeds)
 SINGLE_SEED_MARGIN = 0.05  # one seed: inconclusive when |excess| < this fraction of the reference value
+CHANCE_MARGIN = 2.0  # accuracy points: a variant within this of the majority-class accuracy learned nothing
 ANY_KIND = "*"  # a claim about speed holds for every task kind
 STATUSES = ("reproduced", "not reproduced", "inconclusive")
 
@@ -338,12 +339,32 @@ def judge(claim: Claim, rows: list[dict]) -> dict | None:
         return None
     statuses = [p[2] for p in pairs]
     status = next(s for s in ("not reproduced", "inconclusive", "reproduced") if s in statuses)
+    note = _at_chance(claim, [by_variant[v] for v in (claim.subject, *(p[0] for p in pairs))])
+    if note:
+        status = "inconclusive"
     ours = {claim.subject: _stat_dict(a), **{o: _stat_dict(b) for o, b, _, _ in pairs}}
     return {"claim": claim.name, "text": claim.text, "table": claim.table, "benchmark": claim.benchmark,
             "metric": claim.metric, "status": status, "rule": claim.rule(),
             "paper": {v: claim.paper[v] for v in ours},
             "ours": ours,
-            "pairs": [{"other": o, "status": s, "gap": round(g, 4)} for o, _, s, g in pairs]}
+            "pairs": [{"other": o, "status": s, "gap": round(g, 4)} for o, _, s, g in pairs],
+            **({"note": note} if note else {})}
+
+
+def _at_chance(claim: Claim, rows: list[dict]) -> str | None:
+    """Why a classification claim says nothing: every variant compared sits within CHANCE_MARGIN points
+    of the majority-class accuracy (rows carry "chance_accuracy" beside "accuracy"), so the gaps
+    between them are noise. None when any variant learned, or for other metrics."""
+    if claim.metric in ("tokens_per_s", "loss", "ppl"):
+        return None
+    accs = [stat(seed_values(r, "accuracy")) for r in rows]
+    chances = [stat(seed_values(r, "chance_accuracy")) for r in rows]
+    if any(a is None for a in accs) or any(c is None for c in chances):
+        return None
+    if all(a.mean <= c.mean + CHANCE_MARGIN for a, c in zip(accs, chances)):
+        return (f"no variant beats the majority-class accuracy ({chances[0].mean:.1f}%) by more than "
+                f"{CHANCE_MARGIN:g} points: nothing was learned at this budget")
+    return None
 
 
 def _stat_dict(s: Stat) -> dict:
@@ -369,7 +390,8 @@ def finding_line(f: dict) -> str:
     paper = ", ".join(f"{v} {_paper(p)}" for v, p in f["paper"].items())
     gaps = ", ".join(f"{subject} vs {p['other']} {p['gap']:+.1%}" for p in f["pairs"])
     return (f"**{f['status']}**: {f['text']} [{f['table']}, {f['benchmark']}; `{f['claim']}`]. "
-            f"Paper: {paper}. Ours ({f['metric']}): {ours}; shortfall {gaps}. Rule: {f['rule']}.")
+            f"Paper: {paper}. Ours ({f['metric']}): {ours}; shortfall {gaps}. Rule: {f['rule']}."
+            + (f" Note: {f['note']}." if f.get("note") else ""))
 
 
 def _paper(value: float) -> str:

@@ -159,7 +159,7 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
             pre = _run(dataclasses.replace(pre_cfg, out=str(pre_run), seed=s), {**model, "attention": name},
                        pre_data, f"{tag} pretrain", log)
             tokenizer = load_run_tokenizer(pre_run)
-            accuracies, runs = {}, {}
+            accuracies, chance, runs = {}, {}, {}
             for task in tasks:
                 cfg = dataclasses.replace(fine_base, data=SUITE[task].data, seed=s, init_from=str(pre_run),
                                           out=str(run_folder(out / "finetune" / task, name, s, seeds)))
@@ -171,7 +171,10 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
                 result = _run(cfg, {"pooling": pooling} if pooling else {}, task_data.get(key),
                               f"{tag} {task}", log)
                 accuracies[task], runs[task] = result["valid"]["accuracy"], cfg.out
+                chance[task] = result["valid"].get("chance_accuracy")
             metrics = summarize(accuracies, tasks)
+            if all(chance.get(t) is not None for t in tasks):  # the majority-class baseline of the mean
+                metrics["chance_accuracy"] = _mean([chance[t] for t in tasks])
             per_seed.append({"seed": s, "metrics": metrics, "pretrain": {
                 "run": str(pre_run), "loss": pre["valid"]["loss"], "ppl": pre["valid"].get("ppl"),
                 "tokens_per_s": pre["tokens_per_s"], "params": pre["params"]}, "runs": runs})

@@ -181,3 +181,27 @@ def test_shared_seeds_are_compared_pairwise():
     for i, s in enumerate(r["seeds"]):
         s["seed"] = 10 + i  # other seeds: only the pooled spread is left, and it swamps the gap
     assert C.judge(FIX_VS_R, [fix, r])["status"] == "inconclusive"
+
+
+def with_chance(row, chance):
+    """`row` with the majority-class accuracy every classification evaluation reports."""
+    row["metrics"]["chance_accuracy"] = chance
+    for r in row["seeds"]:
+        r["metrics"]["chance_accuracy"] = chance
+    return row
+
+
+@pytest.mark.parametrize("fr,frv,chance,status", [
+    ([60.0, 60.2], [80.0, 80.3], 50.0, "reproduced"),   # both learned: the gap decides
+    ([50.5, 50.7], [51.6, 51.9], 50.0, "inconclusive"),  # both at chance: a 1-point gap means nothing
+    ([50.5, 50.7], [51.6, 51.9], None, "reproduced"),    # without the baseline the same gap decides
+])
+def test_classification_claims_at_chance_are_inconclusive(fr, frv, chance, status):
+    claim = C.BY_NAME["t7-imdb-frv-best"]
+    rows = [seeded("FR+V", "accuracy", frv), seeded("FR", "accuracy", fr)]
+    if chance is not None:
+        rows = [with_chance(r, chance) for r in rows]
+    rows += [with_chance(seeded(v, "accuracy", [49.0, 49.1]), chance or 50.0) for v in claim.others if v != "FR"]
+    finding = C.judge(claim, rows)
+    assert finding["status"] == status
+    assert ("note" in finding) == (status == "inconclusive" and chance is not None)

@@ -53,7 +53,7 @@ def test_no_task_writes_its_own_evaluation_loop():
 @pytest.mark.parametrize("task,kind,batches,keys", [
     (LMTask(), "lm", _lm_batches, {"loss", "ppl", "eval_tokens"}),
     (MLMTask(), "mlm", _lm_batches, {"loss", "ppl", "masked_tokens"}),
-    (ClassifyTask(), "classifier", _cls_batches, {"loss", "accuracy", "examples"}),
+    (ClassifyTask(), "classifier", _cls_batches, {"loss", "accuracy", "chance_accuracy", "examples"}),
     (Seq2SeqTask(), "seq2seq", _s2s_batches, {"loss", "ppl", "eval_tokens"}),
 ])
 def test_evaluate_stops_at_max_batches_and_is_repeatable(task, kind, batches, keys):
@@ -89,6 +89,7 @@ def test_classify_evaluate_counts_correct_labels():
     with torch.no_grad():
         correct = sum(int((model(b["tokens"]).argmax(-1) == b["labels"]).sum()) for b in batches)
     assert out["examples"] == 12 and out["accuracy"] == pytest.approx(100.0 * correct / 12)
+    assert out["chance_accuracy"] == pytest.approx(100.0 * 6 / 12)  # label 1 is half of [0, 1, 2, 1]
 
 
 def test_seq2seq_evaluate_decodes_only_up_to_decode_examples():

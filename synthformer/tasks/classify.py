@@ -77,10 +77,15 @@ class ClassifyTask(Task):
         totals["loss_sum"] += F.cross_entropy(logits.float(), labels, reduction="sum").item()
         totals["correct"] = totals.get("correct", 0) + int((logits.argmax(-1) == labels).sum())
         totals["count"] += labels.numel()
+        counts = totals.setdefault("label_counts", {})
+        for label in labels.tolist():
+            counts[label] = counts.get(label, 0) + 1
 
     def eval_metrics(self, totals, **options):
         count = totals["count"]
+        majority = max(totals.get("label_counts", {0: 0}).values())
         return {"loss": totals["loss_sum"] / count, "accuracy": 100.0 * totals["correct"] / count,
+                "chance_accuracy": 100.0 * majority / count,  # always answering the most frequent label
                 "examples": count}
 
 
