@@ -77,7 +77,9 @@ def run(ctx):
 
 
 def _reading() -> str:
-    return ("Read them against the paper: Figure 2-3 show R and D weight distributions that, after training, "
-            "resemble vanilla's (most weights small, a long tail); Figures 4-7 show R's tables learning "
-            "position patterns (e.g. attending to nearby tokens) while D's maps vary with the input like V's. "
-            "At the smoke budget the models are barely trained and the figures show the initial state.")
+    return ("What to look for, as in the paper: in Figures 2-3 the trained R and D weights spread out from their "
+            "initial near-uniform distribution toward vanilla's shape (most weights small, a long tail up to 1); "
+            "in Figures 4-7 the learned softmax(R) tables are the same for every input and show position patterns "
+            "(e.g. a band near the diagonal: attend to the previous tokens), while D's and V's maps change with "
+            "the input. At the smoke budget the models are barely trained and the figures show little more than "
+            "the initial state.")
