@@ -39,7 +39,8 @@ def _logits(q, k, bias, blocked, bsl, rsl, kend):
         s = qb @ kb.transpose(-2, -1)
     bb = _rows(bias, bsl, rsl, kend)
     if bb is not None:
-        s = bb.clone() if s is None else s.add_(bb) if s.shape == torch.broadcast_shapes(s.shape, bb.shape) else s + bb
+        # softmax and masked_fill below are out of place: the bias block itself may be the logits
+        s = bb if s is None else s.add_(bb) if s.shape == torch.broadcast_shapes(s.shape, bb.shape) else s + bb
     mb = _rows(blocked, bsl, rsl, kend)
     if mb is not None:
         s = s.masked_fill(mb, torch.finfo(s.dtype).min)
@@ -132,6 +133,99 @@ class _BlockedAttention(torch.autograd.Function):
         return dq, dk, dv, dbias, dscale, None, None
 
 
+SHARED_BLOCK_ELEMENTS = 1 << 20  # logits per (head, rows) block of the shared kernel: 4 MiB fp32 (measured best of 2^18..2^22)
+
+
+class _SharedBiasAttention(torch.autograd.Function):
+    """``softmax(bias * scale, masked) @ v`` for logits shared by the batch (R, Fix with the batch folded
+    into v's columns): one (head, row-block) at a time, each block contiguous in memory.
+
+    The forward keeps the weights P (H, Lq, Lk): the backward does not recompute the softmax, and turns P
+    into dS = P * (dP - delta) in place, block by block, which is the bias gradient itself. So the only
+    (H, Lq, Lk) tensors are the bias and P-then-its-gradient; every other temporary is one block.
+    """
+
+    @staticmethod
+    def forward(ctx, bias, scale, v, blocked, causal_shift):
+        _, h, lq, lk = bias.shape
+        n = v.shape[-1]
+        out = v.new_empty(1, h, lq, n)
+        p = _shared_weights(bias, scale, blocked, causal_shift, v, out)  # (1, H, Lq, Lk)
+        ctx.save_for_backward(bias, scale, v, blocked, out)
+        ctx.p = p  # not saved_tensors: backward overwrites it with dS (a second backward recomputes it)
+        ctx.causal_shift = causal_shift
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        bias, scale, v, blocked, out = ctx.saved_tensors
+        p, ctx.p = ctx.p, None
+        if p is None:  # backward again (retain_graph): the first one consumed the weights
+            p = _shared_weights(bias, scale, blocked, ctx.causal_shift)
+        need_bias, need_scale, need_v = ctx.needs_input_grad[:3]
+        _, h, lq, lk = bias.shape
+        dout = dout.contiguous()
+        dv = torch.zeros_like(v) if need_v else None
+        want_ds = need_bias or need_scale
+        delta = (dout * out).sum(-1, keepdim=True) if want_ds else None  # (1, H, Lq, 1)
+        dscale = torch.zeros_like(scale) if need_scale else None
+        tmp = None
+        for hh, rsl, kend in _shared_blocks(h, lq, lk, ctx.causal_shift):
+            pb = p[0, hh, rsl]  # (r, Lk)
+            do = dout[0, hh, rsl]  # (r, n)
+            if need_v:
+                dv[0, hh, :kend].addmm_(pb[:, :kend].t(), do)
+            if not want_ds:
+                continue
+            r = pb.shape[0]
+            if tmp is None or tmp.numel() < r * kend:
+                tmp = pb.new_empty(pb.shape[0] * lk)
+            dp = torch.mm(do, v[0, hh, :kend].t(), out=tmp[:r * kend].view(r, kend))  # dP block (r, kend)
+            pb[:, :kend].mul_(dp.sub_(delta[0, hh, rsl]))  # P -> dS, in place
+            if kend < lk:
+                pb[:, kend:].zero_()
+            if blocked is not None:  # masked logits were overwritten: no gradient (rows with no visible key)
+                pb.masked_fill_(blocked[0, hh if blocked.shape[1] > 1 else 0, rsl], 0.0)
+            if need_scale:
+                dscale[hh] += torch.vdot(pb.reshape(-1), bias[0, hh, rsl].reshape(-1))
+            if need_bias and scale is not None:
+                pb.mul_(scale[hh])
+        return (p if need_bias else None), dscale, dv, None, None
+
+
+def _shared_weights(bias, scale, blocked, causal_shift, v=None, out=None) -> Tensor:
+    """P = softmax(bias * scale, masked), (1, H, Lq, Lk), block by block; with ``v``, also ``out = P @ v``."""
+    _, h, lq, lk = bias.shape
+    p = bias.new_empty(1, h, lq, lk)
+    for hh, rsl, kend in _shared_blocks(h, lq, lk, causal_shift):
+        s = bias[0, hh, rsl]  # (r, Lk)
+        if scale is not None:
+            s = s * scale[hh]
+        if blocked is not None:
+            s = s.masked_fill(blocked[0, hh if blocked.shape[1] > 1 else 0, rsl], torch.finfo(s.dtype).min)
+        pb = p[0, hh, rsl]  # (r, Lk), contiguous
+        torch.ops.aten._softmax.out(s, -1, False, out=pb)
+        if v is not None:
+            torch.mm(pb[:, :kend], v[0, hh, :kend], out=out[0, hh, rsl])
+    return p
+
+
+def _shared_blocks(h: int, lq: int, lk: int, causal_shift: int | None):
+    """Yield (head, row slice, key end) over (H, Lq) in blocks of about SHARED_BLOCK_ELEMENTS logits."""
+    rows = max(1, min(lq, SHARED_BLOCK_ELEMENTS // max(lk, 1)))
+    for hh in range(h):
+        for r0 in range(0, lq, rows):
+            r1 = min(lq, r0 + rows)
+            kend = lk if causal_shift is None else max(1, min(lk, r1 + causal_shift))
+            yield hh, slice(r0, r1), kend
+
+
+def _shared_ok(q, v, bias, blocked) -> bool:
+    """The shared kernel applies: logits are a bias alone, shared by the batch (and the mask too)."""
+    return (q is None and v.shape[0] == 1 and bias is not None and bias.shape[0] == 1
+            and bias.shape[1] == v.shape[1] and (blocked is None or blocked.shape[0] == 1))
+
+
 def blocked_attention(q: Tensor | None, k: Tensor | None, v: Tensor, bias: Tensor | None = None,
                       blocked: Tensor | None = None, causal_shift: int | None = None,
                       bias_scale: Tensor | None = None) -> Tensor:
@@ -153,5 +247,11 @@ def blocked_attention(q: Tensor | None, k: Tensor | None, v: Tensor, bias: Tenso
         dtype = torch.get_autocast_dtype(device)
         q, k, v, bias, bias_scale = (t if t is None else t.to(dtype) for t in (q, k, v, bias, bias_scale))
         with torch.autocast(device, enabled=False):
-            return _BlockedAttention.apply(q, k, v, bias, bias_scale, blocked, causal_shift)
+            return _apply(q, k, v, bias, bias_scale, blocked, causal_shift)
+    return _apply(q, k, v, bias, bias_scale, blocked, causal_shift)
+
+
+def _apply(q, k, v, bias, bias_scale, blocked, causal_shift):
+    if _shared_ok(q, v, bias, blocked):
+        return _SharedBiasAttention.apply(bias.contiguous(), bias_scale, v.contiguous(), blocked, causal_shift)
     return _BlockedAttention.apply(q, k, v, bias, bias_scale, blocked, causal_shift)
