@@ -48,7 +48,7 @@ def write_index(root: str | Path) -> Path:
 
     root = Path(root)
     if not root.is_dir():
-        raise ReproduceError(f"--index {root}: not a folder (run `synthformer reproduce NAME --out {root}/NAME` first)")
+        raise ReproduceError(f"--index {root}: not a folder (run `synthformer reproduce NAME --publish {root}` first)")
     reports = _reports(root)
     lines = ["# Reproductions of the Synthesizer paper", "",
              "Written by `synthformer reproduce --index` from the reports in this folder. Each folder holds one "
@@ -65,7 +65,7 @@ def write_index(root: str | Path) -> Path:
                          f"{r['wall_s'] / 60:.0f} min", status_counts(r["claims"])])
         else:
             rows.append([name, spec.reproduces, NOT_RUN, "—", "—",
-                         f"run `synthformer reproduce {name} --budget cpu --out {root.name}/{name}`"])
+                         f"run `synthformer reproduce {name} --budget cpu --publish {root.name}`"])
     lines += [markdown_table(["name", "reproduces", "budget", "seeds", "time", "claims"], rows), ""]
     lines += ["## Every claim of the paper", ""]
     claim_rows = []
@@ -73,7 +73,7 @@ def write_index(root: str | Path) -> Path:
         r = reports.get(name)
         mine = next((c for c in (r or {}).get("claims", []) if c["claim"] == cid), None)
         if mine is None:
-            status, detail = (NOT_RUN, f"`synthformer reproduce {name}`") if r is None else ("not checked", "")
+            status, detail = (NOT_RUN, f"`synthformer reproduce {name} --budget cpu`") if r is None else ("not checked", "")
         else:
             status, detail = mine["status"], mine["detail"]
         claim_rows.append([table, f"{text} (`{cid}`)", f"**{status}**", f"{name} ({r['budget']})" if r else name,
@@ -84,6 +84,9 @@ def write_index(root: str | Path) -> Path:
         lines += [f"- **{name}**: {module.SPEC.differences}"]
     not_run = [n for n in names() if n not in reports]
     lines += ["", "## Not run yet", "", ", ".join(not_run) if not_run else "Every name has a report here.", ""]
+    notes = root / "NOTES.md"  # hand-written reading of the results, kept across rewrites
+    if notes.exists():
+        lines += ["## Notes on the results (NOTES.md)", "", notes.read_text().strip(), ""]
     path = root / "README.md"
     path.write_text("\n".join(lines))
     return path
