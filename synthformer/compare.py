@@ -23,7 +23,7 @@ from pathlib import Path
 from .mixers.registry import check_slot, display_name
 from .claims import check_kind, select as select_claims, stat
 from .errors import SynthformerError
-from .report import findings, findings_markdown, plot_curves, table_markdown
+from .report import findings, findings_markdown, table_markdown
 from .reference_results import LABEL, TASK_KINDS, task_kind
 
 # The paper's Table 2 variants plus its strongest convolutional baseline (Table 4).
@@ -151,7 +151,10 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
               f"{base.steps} steps x {base.batch_size} sequences, {seed_text}\n")
     text = (header + "\n" + table + f"\n\n## The paper's claims for task kind {kind}, checked here\n\n"
             + findings_markdown(found) + "\n")
-    (out / "table.md").write_text(text)
+    from .integrity import atomic_write_text
+    from .plots.curves import plot_curves  # matplotlib only when drawing
+
+    atomic_write_text(out / "table.md", text)
     plot_curves({r["variant"]: r["run"] for r in rows}, out / "curves.png", base.task,
                 title=f"{base.task} on {base.data} ({base.preset}, {base.steps} steps"
                       + (f", seed {base.seed} of {seeds}" if seeds > 1 else "") + ")")

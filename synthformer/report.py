@@ -88,10 +88,3 @@ def findings_markdown(found: list[dict]) -> str:
     counts = {s: sum(f["status"] == s for f in found) for s in STATUSES}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     return f"{summary}.\n\n" + "\n".join(f"- {finding_line(f)}" for f in found)
-
-
-def plot_curves(runs: dict[str, str | Path], path: str | Path, task: str = "lm", title: str = "") -> Path:
-    """Learning curves of several runs (one colour per run in both panels): see synthformer.plots.curves."""
-    from .plots.curves import plot_curves as draw
-
-    return draw(runs, path, task=task, title=title)
