@@ -163,7 +163,7 @@ def test_python_dash_m_and_version():
 
 
 def test_every_subcommand_is_a_module_with_parser_and_runner():
-    assert list(COMMANDS) == ["train", "eval", "generate", "compare", "data", "bench", "plot", "export"]
+    assert list(COMMANDS) == ["train", "eval", "generate", "compare", "data", "bench", "plot", "export", "reproduce"]
     for name, module in COMMANDS.items():
         assert module.NAME == name and callable(module.add_parser) and callable(module.run)
 
