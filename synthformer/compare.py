@@ -144,28 +144,33 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
             log(f"{tag}: {_summary(per_seed[-1], base.task)}  ({time.time() - t0:.0f}s so far)")
         rows.append(aggregate(name, per_seed))
 
-    table = table_markdown(rows, base.task, kind=kind)
-    found = findings(rows, kind, chosen)
-    seed_text = f"seed {base.seed}" if seeds == 1 else f"seeds {seed_values_[0]}..{seed_values_[-1]}"
-    header = (f"# synthformer compare: {base.task} on {base.data} (task kind {kind}), preset {base.preset}, "
-              f"{base.steps} steps x {base.batch_size} sequences, {seed_text}\n")
-    text = (header + "\n" + table + f"\n\n## The paper's claims for task kind {kind}, checked here\n\n"
-            + findings_markdown(found) + "\n")
+    results = {"task": base.task, "kind": kind, "data": base.data, "seeds": seed_values_, "variants": rows,
+               "findings": findings(rows, kind, chosen), "paper_label": LABEL, "wall_s": time.time() - t0,
+               "command": sys.argv, "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+    _write_report(out, base, results, log)
+    return results
+
+
+def _write_report(out: Path, base, results: dict, log) -> None:
+    """table.md, curves.png, then results.json last (it marks the comparison complete)."""
+    from .checkpoint import atomic_write_json
     from .integrity import atomic_write_text
     from .plots.curves import plot_curves  # matplotlib only when drawing
 
+    kind, seeds, rows = results["kind"], results["seeds"], results["variants"]
+    seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}..{seeds[-1]}"
+    header = (f"# synthformer compare: {base.task} on {base.data} (task kind {kind}), preset {base.preset}, "
+              f"{base.steps} steps x {base.batch_size} sequences, {seed_text}\n")
+    text = (header + "\n" + table_markdown(rows, base.task, kind=kind)
+            + f"\n\n## The paper's claims for task kind {kind}, checked here\n\n"
+            + findings_markdown(results["findings"]) + "\n")
     atomic_write_text(out / "table.md", text)
     plot_curves({r["variant"]: r["run"] for r in rows}, out / "curves.png", base.task,
                 title=f"{base.task} on {base.data} ({base.preset}, {base.steps} steps"
-                      + (f", seed {base.seed} of {seeds}" if seeds > 1 else "") + ")")
-    results = {"task": base.task, "kind": kind, "data": base.data, "seeds": seed_values_, "variants": rows,
-               "findings": found, "paper_label": LABEL, "wall_s": time.time() - t0, "command": sys.argv,
-               "created": time.strftime("%Y-%m-%d %H:%M:%S")}
-    from .checkpoint import atomic_write_json
-    atomic_write_json(out / "results.json", results)  # last: marks the comparison complete
+                      + (f", seed {base.seed} of {len(seeds)}" if len(seeds) > 1 else "") + ")")
+    atomic_write_json(out / "results.json", results)
     log("\n" + text)
     log(f"wrote {out / 'table.md'}, {out / 'curves.png'}, {out / 'results.json'} ({results['wall_s']:.0f}s)")
-    return results
 
 
 def _plain(metrics: dict | None) -> dict:
