@@ -18,10 +18,10 @@ from synthformer.attention.paths import Path, choose_path
 
 D, H, N, B, L = 8, 2, 8, 2, 6
 CODES = {"L": Path.LITERAL, "S": Path.SHARED_SOFTMAX, "SF": Path.SHARED_FUSED, "SB": Path.SHARED_BLOCKED,
-         "F": Path.FUSED, "B": Path.BLOCKED}
+         "F": Path.FUSED, "B": Path.BLOCKED, "X": Path.FLEX}
 MODES = ["train", "causal", "pad", "mask4d", "float", "eval", "eval-pad", "eval-grad", "dropout", "dropout-pad",
          "long", "weights", "trace", "cuda"]
-# L literal, S shared_softmax, SF shared_fused, SB shared_blocked, F fused, B blocked
+# L literal, S shared_softmax, SF shared_fused, SB shared_blocked, F fused, B blocked, X flex
 ROUTES = {
     #                 train causal pad mask4d float eval eval-pad eval-grad dropout dropout-pad long weights trace cuda
     "vanilla":           "F  F  F  F  F  F  F  F  F  F  F  L  L  F",
@@ -30,13 +30,13 @@ ROUTES = {
     "fixed_random":      "SB SB S  B  SB S  S  SB S  S  SB L  L  SB",
     "factorized_random": "SB SB S  F  SB S  S  SB S  S  SF L  L  SB",
     "factorized_dense":  "B  B  B  B  B  B  B  B  L  L  B  L  L  B",
-    "R+V":               "B  B  B  B  B  F  F  B  F  F  B  L  L  F",
+    "R+V":               "B  B  B  B  B  F  F  B  F  F  B  L  L  X",
     "D+V":               "F  F  F  F  F  F  F  F  F  F  F  L  L  F",
-    "R+D":               "B  B  B  B  B  F  F  B  F  F  B  L  L  F",
+    "R+D":               "B  B  B  B  B  F  F  B  F  F  B  L  L  X",
     "FR+V":              "F  F  F  F  F  F  F  F  F  F  F  L  L  F",
-    "FD+V":              "B  B  B  B  B  F  F  B  F  F  B  L  L  F",
+    "FD+V":              "B  B  B  B  B  F  F  B  F  F  B  L  L  X",
     "Fix+FR":            "SB SB S  B  SB S  S  SB S  S  SB L  L  SB",
-    "R+D+V":             "B  B  B  B  B  F  F  B  F  F  B  L  L  F",
+    "R+D+V":             "B  B  B  B  B  F  F  B  F  F  B  L  L  X",
 }
 
 
@@ -117,16 +117,16 @@ def test_route_of_every_spec_in_every_mode(spec, spy, monkeypatch):
 
 @pytest.mark.parametrize("spec", ALL_SPECS)
 @pytest.mark.parametrize("device", ["cpu", "cuda", "mps", "xpu"])
-def test_learned_bias_goes_to_sdpa_only_on_cuda(spec, device, spy, monkeypatch):
-    """CUDA's SDPA differentiates an additive mask; the CPU kernel does not, so elsewhere learned full logits
-    beside a dot product stay on the blocked kernel."""
+def test_learned_bias_goes_to_flex_only_on_cuda(spec, device, spy, monkeypatch):
+    """On CUDA, FlexAttention's score_mod differentiates a captured bias; PyTorch's CPU kernels do not, so
+    elsewhere learned full logits beside a dot product stay on the blocked kernel."""
     _, routes = spy
     call(spec, "train", monkeypatch)
     route = dataclasses.replace(routes[0], device=device)
     learned_bias_with_dot = "dot" in route.forms and route.full_needs_grad and route.input_dependent
     path = choose_path(route)
     if learned_bias_with_dot:
-        assert path == (Path.FUSED if device == "cuda" else Path.BLOCKED)
+        assert path == (Path.FLEX if device == "cuda" else Path.BLOCKED)
     else:
         assert path == choose_path(dataclasses.replace(route, device="cpu"))
 

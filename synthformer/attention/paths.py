@@ -19,10 +19,12 @@ path               when (first match in :func:`choose_path`) and how
 ``shared_fused``   the same logits in training, all members dot products (FR) and long (more logits per
                    example than one block): batch folded into the values of one flash kernel call, O(L) memory
 ``shared_blocked`` the same logits otherwise in training: batch folded, :func:`blocked_attention`
+``flex``           learned full logits beside a dot product (R+V, R+D, FD+V) in training on CUDA:
+                   FlexAttention, the full logits added by a ``score_mod`` that captures them (its backward
+                   gives their gradient, no (B, H, Lq, Lk) tensors); ``fused`` where FlexAttention is missing
 ``fused``          a dot-product member and no learned full logits (V, D, D+V, FR+V; any mixture without
-                   gradients; any learned bias on CUDA, whose SDPA kernel differentiates the mask; dropout in
-                   training): ``scaled_dot_product_attention`` on the members' concatenated features, widths
-                   zero-padded, full members as a float mask
+                   gradients; dropout in training): ``scaled_dot_product_attention`` on the members'
+                   concatenated features, widths zero-padded, full members as a float mask
 ``blocked``        learned full logits (R+V, R+D, FD, FD+V in training on CPU): :func:`blocked_attention`,
                    the bias gradient without (B, H, Lq, Lk) tensors (the fused CPU kernel cannot give it)
 =================  ===========================================================================================
@@ -52,6 +54,7 @@ class Path(str, Enum):
     SHARED_BLOCKED = "shared_blocked"
     FUSED = "fused"
     BLOCKED = "blocked"
+    FLEX = "flex"
 
 
 @dataclass(frozen=True)
@@ -94,9 +97,20 @@ def choose_path(r: Route) -> Path:
                 and r.logits_per_example > blocked_mod.BLOCK_ELEMENTS):
             return Path.SHARED_FUSED
         return Path.SHARED_BLOCKED
-    if dots and (not r.full_needs_grad or r.device == "cuda"):
+    if dots and r.full_needs_grad and r.device == "cuda":
+        return Path.FLEX if flex_available() else Path.FUSED
+    if dots and not r.full_needs_grad:
         return Path.FUSED
     return Path.BLOCKED
+
+
+def flex_available() -> bool:
+    """PyTorch ships FlexAttention (torch >= 2.5)."""
+    try:
+        import torch.nn.attention.flex_attention  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def fallback_path(r: Route) -> Path:
@@ -203,6 +217,57 @@ def blocked(a: PathInputs) -> PathResult:
     return out, None
 
 
+def flex(a: PathInputs) -> PathResult:
+    """FlexAttention over the members' dot-product features, full members (and the float mask) added by a
+    ``score_mod`` that captures them, masks by ``-inf`` there: its backward differentiates the captured
+    logits (R's gradient summed over the batch) block by block. CUDA runs it compiled; elsewhere PyTorch
+    runs it eagerly (forward only on CPU: the numerics tests)."""
+    b, dv = a.v.shape[0], a.v.shape[-1]
+    dots = [t for t in a.terms if isinstance(t, DotLogits)]
+    q = torch.cat([t.q.expand(b, -1, -1, -1) for t in dots], dim=-1)  # (B, H, Lq, E_total)
+    k = torch.cat([t.k.expand(b, -1, -1, -1) for t in dots], dim=-1)  # (B, H, Lk, E_total)
+    fulls = [t.materialize() for t in a.terms if isinstance(t, FullLogits)]
+    add = sum(fulls) if fulls else None
+    if a.bias is not None:
+        add = a.bias if add is None else add + a.bias
+    add = None if add is None else add if add.dim() == 4 else add[None, None]  # (B or 1, H or 1, Lq, Lk)
+    keep = None if a.allowed is None else a.allowed if a.allowed.dim() == 4 else a.allowed[None, None]
+    v, e = a.v, q.shape[-1]
+    width = max(16, 1 << (max(e, dv) - 1).bit_length())  # one power-of-two width >= 16 for q, k and v
+    q, k, v = F.pad(q, (0, width - e)), F.pad(k, (0, width - e)), F.pad(v, (0, width - dv))
+    out = _flex_fn(q.device)(q, k, v, score_mod=_score_mod(add, keep), scale=1.0)[..., :dv]
+    if a.allowed is not None:
+        out = out.masked_fill(~a.allowed.any(dim=-1, keepdim=True), 0.0)  # queries with no visible key
+    return out, None  # (B, H, Lq, d_h)
+
+
+def _score_mod(add: Tensor | None, keep: Tensor | None):
+    """score + add[b, h, i, j], -inf where keep is False; size-1 dimensions broadcast."""
+    def index(t, *ix):
+        return t[tuple(x if n > 1 else 0 for x, n in zip(ix, t.shape))]
+
+    def score_mod(score, b, h, i, j):
+        if add is not None:
+            score = score + index(add, b, h, i, j).to(score.dtype)
+        if keep is not None:
+            score = torch.where(index(keep, b, h, i, j), score, -float("inf"))
+        return score
+    return score_mod
+
+
+_FLEX_COMPILED = {}
+
+
+def _flex_fn(device: torch.device):
+    """``flex_attention``, compiled once per device type on CUDA (its fast kernel), eager elsewhere."""
+    from torch.nn.attention.flex_attention import flex_attention
+    if device.type != "cuda":
+        return flex_attention
+    if "cuda" not in _FLEX_COMPILED:
+        _FLEX_COMPILED["cuda"] = torch.compile(flex_attention, dynamic=False)
+    return _FLEX_COMPILED["cuda"]
+
+
 PATHS: dict[Path, Callable[[PathInputs], PathResult]] = {
     Path.LITERAL: literal,
     Path.SHARED_SOFTMAX: shared_softmax,
@@ -210,6 +275,7 @@ PATHS: dict[Path, Callable[[PathInputs], PathResult]] = {
     Path.SHARED_BLOCKED: shared_blocked,
     Path.FUSED: fused,
     Path.BLOCKED: blocked,
+    Path.FLEX: flex,
 }
 
 

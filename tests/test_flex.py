@@ -1,0 +1,44 @@
+"""The FlexAttention path (learned bias beside a dot product on CUDA): numerics on CPU, where PyTorch runs
+FlexAttention's forward eagerly (its CPU backward is not implemented; the GPU run is benchmarks/gpu.sh)."""
+import warnings
+
+import pytest
+import torch
+
+from synthformer import SyntheticAttention
+from synthformer.attention import paths
+from synthformer.attention.paths import Path
+
+pytestmark = pytest.mark.skipif(not paths.flex_available(), reason="this torch has no FlexAttention")
+
+
+@pytest.mark.parametrize("spec,mode", [("R+V", "plain"), ("R+V", "causal"), ("R+D", "pad"), ("FD+V", "float"),
+                                       ("R+D+V", "causal-pad")])
+def test_flex_path_equals_the_literal_path(spec, mode, monkeypatch):
+    torch.manual_seed(0)
+    b, length, d, h = 2, 8, 16, 2
+    attn = SyntheticAttention(d, h, length, spec, causal="causal" in mode).eval()
+    with torch.no_grad():
+        for p in attn.parameters():  # mixture weights away from uniform, R away from its small init
+            p.add_(torch.randn_like(p) * 0.3)
+    x = torch.randn(b, length, d)
+    kw = {}
+    if "pad" in mode:
+        kw["key_padding_mask"] = torch.tensor([[False] * 5 + [True] * 3, [False] * 8])
+    if mode == "float":
+        kw["attn_mask"] = torch.randn(length, length)
+    taken = []
+    monkeypatch.setattr(paths, "choose_path", lambda r: Path.LITERAL if r.literal else taken.append(r) or Path.FLEX)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # eager FlexAttention warns that it is unfused
+        got, _ = attn(x, **kw)
+        want, _ = attn(x, need_weights=True, **kw)  # need_weights: the literal path, whatever choose_path says
+    assert taken and torch.allclose(got, want, atol=1e-5, rtol=1e-4)
+
+
+def test_cuda_training_with_a_learned_bias_routes_to_flex():
+    r = paths.Route(forms=("full", "dot"), input_dependent=True, full_needs_grad=True, training=True, grad=True,
+                    dropout=0.0, key_padding=False, attn_mask=None, masks_batch_free=True, device="cuda",
+                    logits_per_example=64, exporting=False, literal=False)
+    assert paths.choose_path(r) is Path.FLEX
+    assert paths.choose_path(paths.Route(**{**r.__dict__, "device": "cpu"})) is Path.BLOCKED
