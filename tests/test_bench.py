@@ -49,7 +49,8 @@ def test_bench_prints_ratio_table(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv,msg", [(["--variants", "nope"], "unknown synthesizer"),
                                       (["--modes", "fly"], "unknown scope/mode"),
-                                      (["--device", "cuda:0"], "CUDA")])
+                                      (["--device", "cuda:0"], "CUDA"),
+                                      (["--precision", "fp8"], "--precision")])
 def test_bench_bad_arguments(argv, msg, capsys):
     if "cuda" in argv[-1] and torch.cuda.is_available():
         pytest.skip("CUDA present")
@@ -102,7 +103,7 @@ RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "cpu-
 def test_report_of_recorded_results_is_the_issue5_table(capsys):
     assert bench.main(["--report", str(RESULTS)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:3] == ["| target | L | measured | met |", "|---|---|---|---|",
+    assert lines[:4] == ["| target | L | measured | met |", "|---|---|---|---|", "| **issue 5: layer** | | | |",
                          "| R layer train speed vs V >= 2.0x | 256 | 2.19x | yes |"]
     for expected in ("| R layer train speed vs V >= 1.0x | 4096 | 0.93x | **no** |",
                      "| FR peak memory / materialised (B,H,L,L) weights <= 0.5 | 4096 | 0.16x | yes |",
@@ -110,7 +111,37 @@ def test_report_of_recorded_results_is_the_issue5_table(capsys):
                      "| model train tokens/s R / dynamicconv >= 1.6 | 256 | 1.05x | **no** |",
                      "| decode cache bytes R / V <= 0.5 | 256 | 0.50x | yes |"):
         assert expected in lines
-    assert len(lines) == 23
+    issue13 = lines.index("| **issue 13: layer (fp32 unless named)** | | | |")
+    assert len(lines[:issue13]) == 25  # the 21 issue-5 lines, the header, two section titles
+    assert "| 13.1 R layer train speed vs V >= 1.5x | 4096 | 0.93x | **no** |" in lines
+
+
+def test_precision_targets_compare_bf16_with_fp32_rows(tmp_path, capsys):
+    path = tmp_path / "t.yaml"
+    path.write_text("sections:\n  - scope: model\n    targets:\n"
+                    "      - {name: 'V bf16 vs fp32', variant: V, vs: V, mode: train, metric: speed, at_least: 2,"
+                    " precision: bf16, vs_precision: fp32}\n"
+                    "      - {name: 'R vs V in bf16', variant: R, vs: V, mode: train, metric: speed, at_least: 2,"
+                    " precision: bf16}\n")
+    rows = [_row("V", scope="model", ms=30.0), _row("V", scope="model", ms=10.0, precision="bf16"),
+            _row("R", scope="model", ms=8.0, precision="bf16"), _row("R", scope="model", ms=1.0)]
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("\n".join(json.dumps(r) for r in rows))
+    assert bench.main(["--report", str(runs), "--targets", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[2:] == ["| V bf16 vs fp32 | 64 | 3.00x | yes |",
+                                                        "| R vs V in bf16 | 64 | 1.25x | **no** |"]
+
+
+def test_bench_runs_fp32_and_bf16_autocast_in_one_group(tmp_path, capsys):
+    out = tmp_path / "rows.jsonl"
+    assert bench.main(["--scope", "layer", "--modes", "train", "--lengths", "16", "--tokens", "32",
+                       "--variants", "V,R", "--precision", "fp32,bf16", "--bf16-variants", "R", "--repeats", "1",
+                       "--warmup", "0", "--no-memory", "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["variant"], r["precision"]) for r in rows] == [("V", "fp32"), ("R", "fp32"), ("R", "bf16")]
+    assert set(rows[0]["matmul_gflops"]) == {"fp32", "bf16"}
+    text = capsys.readouterr().out
+    assert "GFLOP/s fp32" in text and "bf16 units:" in text and "| target | L | measured | met |" in text
 
 
 def _row(variant, length=64, mode="train", scope="layer", ms=10.0, **kw):

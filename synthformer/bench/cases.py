@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 from ..mixers.registry import build_token_mixer, display_name, resolve_mixer
 from ..model import ModelConfig, build_model
+from ..optim import adamw_speed_options
 
 DEFAULT_VARIANTS = "V,R,Fix,FR,D,R+V,D+V,dynamicconv,lightconv"
 DEFAULT_MODEL_VARIANTS = "V,R,D,R+V,dynamicconv,lightconv"
@@ -38,6 +39,7 @@ class Case:
     flop: float | None
     step: object  # callable
     cache_bytes: int | None = None
+    precision: str = "fp32"  # fp32 | bf16 (autocast over fp32 weights, as train --precision bf16)
 
 
 def canonical_variant(name: str) -> str:
@@ -81,6 +83,21 @@ def layer_flops(variant: str, b: int, length: int, d: int, h: int, n: int, k_fr:
 
 def _layer(variant: str, d: int, h: int, n: int, causal: bool):
     return build_token_mixer(variant, embed_dim=d, num_heads=h, max_seq_len=n, causal=causal)
+
+
+PRECISIONS = ("fp32", "bf16")
+
+
+def with_precision(case: Case, precision: str, device) -> Case:
+    """`case` run under ``--precision``: bf16 = autocast to bfloat16 over fp32 weights (the training loop's)."""
+    if precision == "fp32":
+        return case
+    inner, dev = case.step, torch.device(device).type
+
+    def step():
+        with torch.autocast(dev, dtype=torch.bfloat16):
+            inner()
+    return dataclasses.replace(case, step=step, precision=precision)
 
 
 def _set_grads_none(module):
@@ -146,7 +163,7 @@ def model_case(variant, mode, length, tokens, causal, device, dtype, preset="tin
 
 def _model_train_case(variant, model, ids, length, b, flop) -> Case:
     model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, **adamw_speed_options(model.parameters()))
 
     def step():
         opt.zero_grad(set_to_none=True)

@@ -10,8 +10,9 @@ import torch
 
 from ..errors import ConfigError
 from ..model import ModelConfig
-from .cases import DEFAULT_MODEL_VARIANTS, DEFAULT_VARIANTS, canonical_variant, layer_case, model_case
-from .measure import device_name, run_cases
+from .cases import (DEFAULT_MODEL_VARIANTS, DEFAULT_VARIANTS, PRECISIONS, canonical_variant, layer_case,
+                    model_case, with_precision)
+from .measure import bf16_units, device_name, matmul_gflops, run_cases
 from .report import DEFAULT_TARGETS, Row, load_targets, ratio_table, targets_table, to_row
 
 SCOPES, MODES = ("layer", "model"), ("train", "infer", "decode")
@@ -38,9 +39,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--causal", action="store_true", help="causal layer (the model scope is always a causal LM)")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                   help="dtype of weights and inputs (pure low precision; see --precision for autocast)")
+    p.add_argument("--precision", default="fp32",
+                   help="fp32, bf16 or fp32,bf16: bf16 = autocast to bfloat16 over fp32 weights, as "
+                        "train --precision bf16; both are interleaved per group and compared")
+    p.add_argument("--bf16-lengths", default=None, help="layer lengths of the bf16 cases (default: --lengths)")
+    p.add_argument("--bf16-model-lengths", default=None,
+                   help="model lengths of the bf16 cases (default: --model-lengths; decode runs in fp32 only)")
+    p.add_argument("--bf16-variants", default=None, help="layer and model variants of the bf16 cases (default: all)")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     p.add_argument("--repeats", type=int, default=3, help="timed steps per case (median reported)")
+    p.add_argument("--decode-repeats", type=int, default=None, help="timed steps of decode cases (default: --repeats)")
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--preset", default="tiny", help="model preset for the model scope")
     p.add_argument("--decode-batch", type=int, default=8)
@@ -96,29 +106,54 @@ def _resolve(args):
         raise ValueError(f"unknown scope/mode {bad}; scopes: {', '.join(SCOPES)}; modes: {', '.join(MODES)}")
     layer_vars = [canonical_variant(v) for v in _csv(args.variants)]
     model_vars = [canonical_variant(v) for v in _csv(args.model_variants)]
+    precisions = _csv(args.precision)
+    if not precisions or any(p not in PRECISIONS for p in precisions):
+        raise ValueError(f"--precision {args.precision!r}: use {', '.join(PRECISIONS)} or fp32,bf16")
+    if "bf16" in precisions and dtype != torch.float32:
+        raise ValueError("--precision bf16 autocasts fp32 weights: leave --dtype at float32")
     return device, dtype, scopes, modes, layer_vars, model_vars
 
 
 def _groups(args, device, dtype, scopes, modes, layer_vars, model_vars) -> dict:
-    """(scope, mode, length) -> case makers. Variants inside a group are interleaved and compared; a
-    group's modules are built just before it runs and dropped after, so memory stays bounded."""
+    """(scope, mode, length) -> case makers. Variants (and precisions) inside a group are interleaved and
+    compared; a group's modules are built just before it runs and dropped after, so memory stays bounded."""
+    precisions = _csv(args.precision)
+    bf16_vars = None if args.bf16_variants is None else {canonical_variant(v) for v in _csv(args.bf16_variants)}
+
+    def runs(variants, length, mode, bf16_lengths):
+        """(variant, precision) pairs of one group: fp32 first, then bf16 where it applies."""
+        out = []
+        for prec in precisions:
+            if prec == "bf16" and (mode == "decode" or length not in bf16_lengths):
+                continue
+            out += [(v, prec) for v in variants if prec == "fp32" or bf16_vars is None or v in bf16_vars]
+        return out
+
     groups: dict = {}
     if "layer" in scopes:
-        for length in _csv(args.lengths, int):
+        lengths = _csv(args.lengths, int)
+        bf16_lengths = lengths if args.bf16_lengths is None else _csv(args.bf16_lengths, int)
+        for length in sorted(set(lengths) | (set(bf16_lengths) if "bf16" in precisions else set())):
             for mode in [m for m in modes if m != "decode"]:
+                pairs = [(v, p) for v, p in runs(layer_vars, length, mode, bf16_lengths)
+                         if p == "bf16" or length in lengths]
                 groups[("layer", mode, length)] = [
-                    lambda v=v, mode=mode, length=length: layer_case(
-                        v, mode, length, args.tokens, args.embed_dim, args.heads, args.causal, device, dtype)
-                    for v in layer_vars]
+                    lambda v=v, p=p, mode=mode, length=length: with_precision(layer_case(
+                        v, mode, length, args.tokens, args.embed_dim, args.heads, args.causal, device, dtype), p, device)
+                    for v, p in pairs]
     if "model" in scopes:
-        for length in _csv(args.model_lengths, int):
+        lengths = _csv(args.model_lengths, int)
+        bf16_lengths = lengths if args.bf16_model_lengths is None else _csv(args.bf16_model_lengths, int)
+        for length in sorted(set(lengths) | (set(bf16_lengths) if "bf16" in precisions else set())):
             for mode in modes:
+                pairs = [(v, p) for v, p in runs(model_vars, length, mode, bf16_lengths)
+                         if p == "bf16" or length in lengths]
                 groups[("model", mode, length)] = [
-                    lambda v=v, mode=mode, length=length: model_case(
+                    lambda v=v, p=p, mode=mode, length=length: with_precision(model_case(
                         v, mode, length, args.model_tokens, True, device, dtype, preset=args.preset,
-                        decode_batch=args.decode_batch)
-                    for v in model_vars]
-    return groups
+                        decode_batch=args.decode_batch), p, device)
+                    for v, p in pairs]
+    return {k: g for k, g in groups.items() if g}
 
 
 def _run(args) -> int:
@@ -126,12 +161,16 @@ def _run(args) -> int:
         device, dtype, scopes, modes, layer_vars, model_vars = _resolve(args)
     except ValueError as e:  # a bad flag value (the registries raise ValueError subclasses)
         return _error(e)
-    print(f"device {device_name(device)}, {torch.get_num_threads()} threads, torch {torch.__version__}, {args.dtype}")
+    matmul = {"fp32": matmul_gflops(device, torch.float32), "bf16": matmul_gflops(device, torch.bfloat16)}
+    machine = (f"device {device_name(device)}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
+               f"matmul {matmul['fp32']} GFLOP/s fp32, {matmul['bf16']} GFLOP/s bf16; bf16 units: {bf16_units(device)}")
+    print(f"{machine}; {args.dtype}, precision {args.precision}")
     rows: list[Row] = []
     for key, makers in _groups(args, device, dtype, scopes, modes, layer_vars, model_vars).items():
         group = [make() for make in makers]
-        print(f"{key[0]} {key[1]} L={key[2]}: {', '.join(c.variant for c in group)}", flush=True)
-        res = run_cases(group, args.repeats, args.warmup, device, not args.no_memory,
+        print(f"{key[0]} {key[1]} L={key[2]}: {', '.join(f'{c.variant} {c.precision}' for c in group)}", flush=True)
+        repeats = args.decode_repeats if key[1] == "decode" and args.decode_repeats else args.repeats
+        res = run_cases(group, repeats, args.warmup, device, not args.no_memory,
                         log=lambda s: print(s, flush=True))
         if key[0] == "layer":
             d, h, causal = args.embed_dim, args.heads, args.causal
@@ -139,13 +178,18 @@ def _run(args) -> int:
             cfg = ModelConfig.preset(args.preset)
             d, h, causal = cfg.embed_dim, cfg.num_heads, True
         for r in res:
-            row = to_row(r, dtype, device, d, h, causal)
+            row = to_row(r, dtype, device, d, h, causal, matmul)
             rows.append(row)
             if args.out:
                 with open(args.out, "a") as f:
                     f.write(json.dumps(asdict(row)) + "\n")
         del group, res
     print(ratio_table(rows))
+    try:
+        table = targets_table([asdict(r) for r in rows], load_targets(args.targets))
+        print(f"\ntargets ({args.targets}) on {machine}\n{table}")
+    except ConfigError as e:
+        print(f"(no targets table: {e})")
     if args.out:
         print(f"wrote {len(rows)} rows to {args.out}")
     return 0

@@ -32,6 +32,47 @@ def device_name(device: torch.device) -> str:
     return f"cpu ({cpu})"
 
 
+BF16_FLAGS = ("amx_bf16", "avx512_bf16")  # /proc/cpuinfo flags of CPU units that multiply bf16 natively
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags (Linux /proc/cpuinfo; empty elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return set(next(line.split(":", 1)[1].split() for line in f if line.startswith("flags")))
+    except (OSError, StopIteration):
+        return set()
+
+
+def bf16_units(device: torch.device) -> str:
+    """Which bf16 matmul units the device has, in words (CPU: from the flags; CUDA: compute capability)."""
+    if device.type == "cuda":
+        return "bf16 tensor cores" if torch.cuda.is_bf16_supported() else "no bf16 tensor cores"
+    have = [f for f in BF16_FLAGS if f in cpu_flags()]
+    return ", ".join(have) if have else "none (no amx_bf16 / avx512_bf16: bf16 matmul is emulated, choose fp32)"
+
+
+def matmul_gflops(device: torch.device, dtype: torch.dtype, budget_s: float = 0.3) -> float:
+    """Measured square-matmul GFLOP/s at the current thread count: the size doubles from 128 up to 2048
+    while one product takes less than `budget_s`; the best of three products at the last size."""
+    n, best = 128, 0.0
+    while True:
+        a = torch.randn(n, n, device=device, dtype=dtype)
+        b = torch.randn(n, n, device=device, dtype=dtype)
+        a @ b
+        times = []
+        for _ in range(3):
+            _sync(device)
+            t0 = time.perf_counter()
+            a @ b
+            _sync(device)
+            times.append(time.perf_counter() - t0)
+        best = 2 * n ** 3 / min(times) / 1e9
+        if n >= 2048 or min(times) * 8 > budget_s:
+            return round(best, 1)
+        n *= 2
+
+
 def _sync(device):
     if device.type == "cuda":
         torch.cuda.synchronize(device)

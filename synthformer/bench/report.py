@@ -46,9 +46,11 @@ class Row:
     cache_bytes: int | None = None  # decode: incremental-decoding cache size for the batch
     repeats: int = 0  # timed steps behind the median
     times_ms: list | None = None  # every timed step
+    precision: str = "fp32"  # fp32 | bf16 (autocast over fp32 weights)
+    matmul_gflops: dict | None = None  # measured matmul GFLOP/s of the run, {"fp32": .., "bf16": ..}
 
 
-def to_row(r: dict, dtype, device, d, h, causal) -> Row:
+def to_row(r: dict, dtype, device, d, h, causal, matmul: dict | None = None) -> Row:
     """The row of one result of `synthformer.bench.measure.run_cases`."""
     c: Case = r["case"]
     med = r["median_s"]
@@ -58,20 +60,21 @@ def to_row(r: dict, dtype, device, d, h, causal) -> Row:
                tokens_per_s=round(c.tokens / med, 1), flop=c.flop,
                gflops_per_s=round(c.flop / med / 1e9, 2) if c.flop else None, peak_bytes=r["peak"],
                peak_method=r["method"] if r["peak"] is not None else None, cache_bytes=c.cache_bytes,
-               repeats=len(r["times"]), times_ms=[round(t * 1e3, 3) for t in r["times"]])
+               repeats=len(r["times"]), times_ms=[round(t * 1e3, 3) for t in r["times"]],
+               precision=c.precision, matmul_gflops=matmul)
 
 
 def ratio_table(rows: list[Row]) -> str:
     """Speed ratio vs vanilla (V time / variant time) and memory ratio, per scope/mode/length."""
-    lines = [f"{'scope':6} {'mode':6} {'L':>5} {'variant':12} {'ms':>9} {'speed x V':>9} {'mem / V':>8}"]
-    base = {(r.scope, r.mode, r.length): r for r in rows if r.variant == "V"}
+    lines = [f"{'scope':6} {'mode':6} {'L':>5} {'prec':4} {'variant':12} {'ms':>9} {'speed x V':>9} {'mem / V':>8}"]
+    base = {(r.scope, r.mode, r.length, r.precision): r for r in rows if r.variant == "V"}
     for r in rows:
-        v = base.get((r.scope, r.mode, r.length))
+        v = base.get((r.scope, r.mode, r.length, r.precision))
         speed = f"{v.median_ms / r.median_ms:9.2f}" if v else f"{'-':>9}"
         mem = (f"{r.peak_bytes / v.peak_bytes:8.2f}" if v and r.peak_bytes and v.peak_bytes else f"{'-':>8}")
         if r.mode == "decode" and v and r.cache_bytes and v.cache_bytes:
             mem = f"{r.cache_bytes / v.cache_bytes:7.2f}c"  # c: cache bytes ratio
-        lines.append(f"{r.scope:6} {r.mode:6} {r.length:5d} {r.variant:12} {r.median_ms:9.1f} {speed} {mem}")
+        lines.append(f"{r.scope:6} {r.mode:6} {r.length:5d} {r.precision:4} {r.variant:12} {r.median_ms:9.1f} {speed} {mem}")
     return "\n".join(lines)
 
 
@@ -102,7 +105,7 @@ METRICS = {
 }
 BOUNDS = {"at_least": operator.ge, "at_most": operator.le}
 TARGET_KEYS = {"name", "variant", "mode", "metric", "vs", "at_least", "at_most", "min_length", "max_length",
-               "missing"}
+               "missing", "precision", "vs_precision"}
 
 
 def load_targets(path: str | Path = DEFAULT_TARGETS) -> dict:
@@ -128,10 +131,11 @@ def _target_line(t: dict, length: int, latest: dict, scope: str) -> str | None:
     """The table line of target `t` at `length`, or None when it is not reported there."""
     if length < t.get("min_length", 0) or length > t.get("max_length", float("inf")):
         return None
-    base = latest.get((scope, t["mode"], length, t["vs"])) if "vs" in t else None
+    prec = t.get("precision", "fp32")
+    base = latest.get((scope, t["mode"], length, t["vs"], t.get("vs_precision", prec))) if "vs" in t else None
     if "vs" in t and base is None:
         return None
-    row = latest.get((scope, t["mode"], length, t["variant"]))
+    row = latest.get((scope, t["mode"], length, t["variant"], prec))
     value = METRICS[t["metric"]](row, base) if row else None
     if value is None and (row or t.get("missing", "skip") != "n/a"):
         return None
@@ -149,13 +153,15 @@ def targets_table(rows: list[dict], targets: dict | None = None) -> str:
     target says ``missing: n/a``.
     """
     targets = load_targets() if targets is None else targets
-    latest = {(r["scope"], r["mode"], r["length"], r["variant"]): r for r in rows}
+    latest = {(r["scope"], r["mode"], r["length"], r["variant"], r.get("precision", "fp32")): r for r in rows}
     out = ["| target | L | measured | met |", "|---|---|---|---|"]
     for section in targets["sections"]:
         scope, mode = section["scope"], section.get("lengths_mode")
+        if section.get("title"):
+            out.append(f"| **{section['title']}** | | | |")
         for length in sorted({r["length"] for r in rows if r["scope"] == scope and mode in (None, r["mode"])}):
             need = section.get("require")
-            if need and (scope, need["mode"], length, need["variant"]) not in latest:
+            if need and (scope, need["mode"], length, need["variant"], need.get("precision", "fp32")) not in latest:
                 continue
             lines = (_target_line(t, length, latest, scope) for t in section.get("targets", []))
             out.extend(line for line in lines if line is not None)
