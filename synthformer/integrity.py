@@ -69,7 +69,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     """Write then rename: readers see the old file or the new one, never half of it."""
     path = Path(path)
     tmp = tmp_name(path)
-    with open(tmp, "w") as f:
+    with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())

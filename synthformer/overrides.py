@@ -90,6 +90,12 @@ def coerce(key: str, value, tp, from_text: bool):
     elif tp is list or origin is list or origin is tuple:
         return _coerce_sequence(key, value, tp, from_text)
     elif tp is dict or origin is dict:
+        if from_text and isinstance(value, str):  # "{max_words: 300}" or "max_words: 300"
+            yaml = require("yaml", "reading a mapping option")
+            try:
+                value = yaml.safe_load(value if value.strip().startswith("{") else f"{{{value}}}")
+            except yaml.YAMLError:
+                pass
         if isinstance(value, dict):
             return value
     raise UsageError(f"{key} expects {type_name(tp)}, got {value!r}")

@@ -35,7 +35,8 @@ def prepare_data(cfg, seq_len: int, tokenizer=None, log=print, pooling: str = "m
     options = {"mlm": {"mask_prob": cfg.mask_prob}, "classify": {"pooling": pooling}}.get(cfg.task, {})
     task = build_task(cfg.task, **options)
     t0 = time.time()
-    splits = load_source(cfg.data, task.data_task, max_examples=cfg.max_examples, seed=cfg.seed)
+    splits = load_source(cfg.data, task.data_task, max_examples=cfg.max_examples, seed=cfg.seed,
+                         **cfg.data_options)
     if cfg.task == "classify":
         splits = pair_splits(splits)  # sentence pairs joined by meta["pair_separator"] -> (a, b) tuples
     for name in ("train", "valid"):

@@ -68,6 +68,7 @@ class TrainConfig:
 
     task: str = "lm"  # lm | classify | seq2seq | mlm
     data: str = "chitchat"  # a registry source (`synthformer data list`) or a .txt/.tsv/.jsonl file or folder
+    data_options: dict = dataclasses.field(default_factory=dict)  # the source's own options, e.g. {max_words: 300} (manpages-summ), {context_turns: 3} (chitchat seq2seq)
     max_examples: int | None = None  # cap on training examples (valid/test get a tenth); None = all
     preset: str = "tiny"  # model shape preset (tiny | small | base); model fields given override it
     tokenizer: str = "bpe"  # bpe | char | byte
@@ -131,6 +132,8 @@ def _is_device(name: str) -> bool:
 _RULES: dict[str, tuple] = {
     "task": (lambda v: v in TASKS, f"one of {', '.join(TASKS)}"),
     "data": (lambda v: v.strip() != "", "a source name or a file / folder path"),
+    "data_options": (lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
+                     "a mapping of option names to values, e.g. {max_words: 300}"),
     "max_examples": (lambda v: v >= 1, ">= 1 (or None for all)"),
     "preset": (lambda v: v in PRESETS, f"one of {', '.join(PRESETS)}"),
     "tokenizer": (lambda v: v in TOKENIZERS, f"one of {', '.join(TOKENIZERS)}"),
@@ -238,7 +241,7 @@ def _build(cfg: TrainConfig, model_cfg: ModelConfig, data: TaskData, d: Dist, de
     torch.manual_seed(cfg.seed)  # the same initial weights for every variant and every rank
     model = build_model(model_cfg).to(device)
     groups = param_groups(model, cfg.weight_decay, cfg.table_lr_mult, cfg.table_weight_decay, cfg.position_lr_mult)
-    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
+    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=device.type in ("cpu", "cuda") or None)
     batcher = data.task.batches(data.encoded["train"], data.tokenizer, data.seq_len, cfg.batch_size,
                                 max_tokens=cfg.max_tokens, shuffle=True, seed=cfg.seed, rank=d.rank,
                                 world_size=d.world_size)

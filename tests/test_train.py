@@ -290,3 +290,16 @@ def test_bf16_training_runs_and_keeps_fp32_master_weights(attention, data, tmp_p
     state = torch.load(run / "checkpoints" / "step-00000003" / "state.pt", weights_only=True)
     moments = [s["exp_avg"] for s in state["optimizer"]["state"].values()]
     assert moments and all(m.dtype == torch.float32 for m in moments)
+
+
+def test_data_options_reach_the_source_and_unknown_ones_are_one_line_errors(tmp_path):
+    """--data_options passes the source's own options (here chitchat's context_turns) and is stored."""
+    run = tmp_path / "run"
+    ok("train", "--task", "seq2seq", "--data", "chitchat", "--data_options", "{context_turns: 3}", "--out", run,
+       "--max_examples", "300", *SMALL)
+    stored = json.loads((run / "config.json").read_text())["train"]
+    assert stored["data_options"] == {"context_turns": 3}
+    code, _, err = main("train", "--task", "seq2seq", "--data", "chitchat", "--data_options", "bogus: 1",
+                        "--out", tmp_path / "bad", *SMALL)
+    assert code == 2 and "bogus" in err and "chitchat" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "bad").exists()  # the source itself refused it, before any file was written

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..data.sources import SOURCES
 from .common import BUDGETS, Context, ReproduceError, write_report
+from ..integrity import atomic_write_text
 
 MANIFEST = "reproduce.json"  # name, budget and seeds of a run folder (a rerun must match them)
 
@@ -77,8 +78,8 @@ def open_folder(out: Path, name: str, budget: str, seeds: int) -> None:
     if out.exists() and any(out.iterdir()):
         raise ReproduceError(f"{out} is not empty and holds no {MANIFEST}; choose another --out")
     out.mkdir(parents=True, exist_ok=True)
-    file.write_text(json.dumps({"name": name, "budget": budget, "seeds": seeds,
-                                "started": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=1))
+    atomic_write_text(file, json.dumps({"name": name, "budget": budget, "seeds": seeds,
+                                        "started": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=1))
 
 
 def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: str | Path | None = None,

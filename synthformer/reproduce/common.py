@@ -16,6 +16,7 @@ from pathlib import Path
 from ..claims import CLAIMS, STATUSES, finding_line
 from ..errors import SynthformerError
 from ..report import table_markdown
+from ..integrity import atomic_write_text
 
 BUDGETS = ("smoke", "cpu", "gpu")
 SMOKE_NOTE = ("**Smoke budget: a check that the pipeline runs end to end (two training steps). The models are "
@@ -226,7 +227,7 @@ def write_report(ctx: Context, spec: Spec, sections: list[Section], wall_s: floa
         lines += [f"## {s.title}", "", s.body, ""]
     if images:
         lines += ["## Figures", ""] + [f"![{Path(i).stem}]({i})" for i in images] + [""]
-    (ctx.out / "report.md").write_text("\n".join(lines))
+    atomic_write_text(ctx.out / "report.md", "\n".join(lines))
     results = {"name": spec.name, "reproduces": spec.reproduces, "budget": ctx.budget, "seeds": ctx.seeds,
                "device": ctx.device, "wall_s": wall_s, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
                "claims": claims, "sections": [{"title": s.title, **s.data} for s in sections], "images": images}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..claims import CLAIMS
 from .common import NOT_RUN, ReproduceError, markdown_table, status_counts
+from ..integrity import atomic_write_text
 
 
 def _reports(root: Path) -> dict:
@@ -88,7 +89,7 @@ def write_index(root: str | Path) -> Path:
     if notes.exists():
         lines += ["## Notes on the results (NOTES.md)", "", notes.read_text().strip(), ""]
     path = root / "README.md"
-    path.write_text("\n".join(lines))
+    atomic_write_text(path, "\n".join(lines))
     return path
 
 

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from .common import Grid, Section, Spec, budget_model, budget_train, fmt, grid_section, markdown_table, per_budget
+from ..integrity import atomic_write_text
 
 VARIANTS = ("V", "R+V", "linformer")
 TEXT_DATA = "data/manpages-section"  # under the run folder
@@ -103,8 +104,8 @@ def write_text_data(folder: Path) -> dict:
                 lines.append(json.dumps({"text": desc[page], "label": section}, ensure_ascii=False))
                 if split == "train":
                     counts[section] = counts.get(section, 0) + 1
-        (folder / f"{split}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (folder / "counts.json").write_text(json.dumps(counts, sort_keys=True))
+        atomic_write_text(folder / f"{split}.jsonl", "\n".join(lines) + "\n")
+    atomic_write_text(folder / "counts.json", json.dumps(counts, sort_keys=True))
     return counts
 
 

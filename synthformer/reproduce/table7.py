@@ -9,7 +9,7 @@ VARIANTS = ("V", "linformer", "FR", "FR+V")
 SPEC = Spec(
     name="table7",
     reproduces="Table 7: encoding-only classification, AG News and IMDB accuracy (V, Linformer, FR, FR+V; k=32)",
-    data="fortunes (topic: 40 fortune-file categories) for AG News; sentiment (10.6k movie-review sentences) for IMDB",
+    data="fortunes (topic: 25 topical fortune-file classes, de-duplicated) for AG News; sentiment (10.6k movie-review sentences) for IMDB",
     variants=", ".join(VARIANTS),
     minutes={"smoke": "< 1 min", "cpu": "~20 min", "gpu": "~1 h"},
     seeds={"smoke": 1, "cpu": 2, "gpu": 3},
