@@ -3,10 +3,10 @@ and budget, with the position tables in their own optimizer group.
 
     .venv/bin/python docs/recipe_sweep.py --mults 1,10,30,100 --variants Fix,R --out /tmp/recipe.jsonl
 
-Until train.py reads the group settings from TrainConfig, this script patches the loop from outside:
-`train._param_groups` is replaced by `synthformer.optim.param_groups`, and AdamW multiplies each
-group's ``lr_mult`` into the scheduled lr at every step. One JSON row per run: final validation
-perplexity and, for R/Fix, how much of softmax(R)'s causal mass sits on a local band (Figure 6).
+Each run sets TrainConfig's `table_lr_mult` (and `position_lr_mult`, `table_weight_decay`); the
+training loop multiplies each optimizer group's ``lr_mult`` into the scheduled lr. One JSON row per
+run: final validation perplexity and, for R/Fix, how much of softmax(R)'s causal mass sits on a
+local band (Figure 6).
 """
 from __future__ import annotations
 
@@ -19,22 +19,8 @@ from pathlib import Path
 
 import torch
 
-from synthformer import optim, train as train_mod
+from synthformer import train as train_mod
 from synthformer.compare import DEFAULTS
-
-
-class _MultAdamW(torch.optim.AdamW):
-    """AdamW that applies each group's lr_mult on top of the lr the loop sets."""
-
-    def step(self, closure=None):
-        saved = [g["lr"] for g in self.param_groups]
-        for g in self.param_groups:
-            g["lr"] = g["lr"] * g.get("lr_mult", 1.0)
-        try:
-            return super().step(closure)
-        finally:
-            for g, lr in zip(self.param_groups, saved):
-                g["lr"] = lr
 
 
 def band_mass(r: torch.Tensor, width: int) -> tuple[float, float]:
@@ -74,8 +60,8 @@ def main() -> None:
     ap.add_argument("--out", default="/tmp/recipe.jsonl")
     args = ap.parse_args()
 
-    torch.optim.AdamW = _MultAdamW  # train.py builds torch.optim.AdamW(...)
-    base = train_mod.TrainConfig(**{**DEFAULTS, "steps": args.steps, "seed": args.seed, "progress": False})
+    base = train_mod.TrainConfig(**{**DEFAULTS, "steps": args.steps, "seed": args.seed, "progress": False,
+                                    "position_lr_mult": args.pos_mult, "table_weight_decay": args.table_wd})
     model_over = {}
     if args.init == "mesh":
         from synthformer.model import ModelConfig
@@ -84,8 +70,6 @@ def main() -> None:
     seq_len = train_mod.resolve_seq_len(base, model_over)
     data = train_mod.prepare_data(base, seq_len, log=lambda m: None)
     for mult in [float(m) for m in args.mults.split(",")]:
-        train_mod._param_groups = (lambda model, wd, _m=mult: optim.param_groups(model, wd, _m, args.table_wd,
-                                                                                  args.pos_mult))
         for variant in args.variants.split(","):
             run = Path(args.root) / f"{args.init}-wd{args.table_wd}-m{mult:g}-p{args.pos_mult:g}-s{args.seed}-st{args.steps}" / variant
             t0 = time.time()
@@ -93,7 +77,7 @@ def main() -> None:
                 if run.exists():
                     import shutil
                     shutil.rmtree(run)
-                cfg = dataclasses.replace(base, out=str(run))
+                cfg = dataclasses.replace(base, out=str(run), table_lr_mult=mult)
                 train_mod.train(cfg, {**model_over, "attention": variant}, data=data, label=variant,
                                 log=lambda m: None)
             done = json.loads((run / "done.json").read_text())
