@@ -153,6 +153,8 @@ class PathInputs:
 
 
 PathResult = tuple[Tensor, Tensor | None]
+FEW_QUERIES = 16  # shared_softmax with at most this many query rows (decoding) multiplies per example: folding
+# the batch into one GEMM would copy every cached value each step for a matrix-vector product
 
 
 def literal(a: PathInputs) -> PathResult:
@@ -174,6 +176,8 @@ def shared_softmax(a: PathInputs) -> PathResult:
     b, h, lk, dh = a.v.shape
     w = _shared_weights(a)  # (H, Lq, Lk)
     wd = F.dropout(w, a.dropout, True) if a.dropout > 0 else w
+    if a.key_padding_mask is None and w.shape[1] <= FEW_QUERIES:  # decoding: no copy of the cached values
+        return wd.unsqueeze(0) @ a.v, None  # (B, H, Lq, d_h)
     vf = a.v.permute(1, 2, 0, 3)  # (H, Lk, B, d_h)
     if a.key_padding_mask is None:
         return (wd @ vf.reshape(h, lk, b * dh)).view(h, -1, b, dh).permute(2, 0, 1, 3), None  # (B, H, Lq, d_h)
