@@ -18,3 +18,9 @@ python -m synthformer.plots bench "$OUT/cpu-2threads.jsonl" --out "$OUT/cpu-2thr
 
 # On a GPU (bf16 is the usual choice there):
 # python -m synthformer.bench --device cuda --dtype bfloat16 --out "$OUT/cuda.jsonl"
+
+# 4. Issue 13 in one run (fp32 + bf16 autocast, layer + small LM + decode, targets table); see RESULTS.md.
+#    Run B of RESULTS.md: the fp32 targets only.
+bash benchmarks/issue13.sh
+OUT="$OUT" bash benchmarks/issue13.sh --precision fp32
+# On a GPU: bash benchmarks/gpu.sh
