@@ -21,6 +21,6 @@ python -m synthformer.plots bench "$OUT/cpu-2threads.jsonl" --out "$OUT/cpu-2thr
 
 # 4. Issue 13 in one run (fp32 + bf16 autocast, layer + small LM + decode, targets table); see RESULTS.md.
 #    Run B of RESULTS.md: the fp32 targets only.
-bash benchmarks/issue13.sh
-OUT="$OUT" bash benchmarks/issue13.sh --precision fp32
+bash benchmarks/issue13.sh --out "$OUT/issue13-cpu-1thread-runA.jsonl"
+bash benchmarks/issue13.sh --precision fp32 --out "$OUT/issue13-cpu-1thread.jsonl"
 # On a GPU: bash benchmarks/gpu.sh

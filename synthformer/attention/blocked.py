@@ -30,14 +30,17 @@ def _rows(t: Tensor | None, bsl: slice, rsl: slice, kend: int) -> Tensor | None:
     return t[bsl if t.shape[0] > 1 else every, :, rsl if t.shape[2] > 1 else every, keys]
 
 
-def _logits(q, k, bias, blocked, bsl, rsl, kend):
-    """Logits of one block: (b, H, r, kend), masked with the dtype's minimum (finite: no NaN rows)."""
+def _logits(q, k, bias, blocked, bsl, rsl, kend, scale=None):
+    """Logits of one block: (b, H, r, kend), the bias times ``scale`` (H,) if given, masked with the dtype's
+    minimum (finite: no NaN rows)."""
     s = None
     if q is not None:
         qb = q[bsl if q.shape[0] > 1 else slice(None), :, rsl]  # (b or 1, H, r, E)
         kb = k[bsl if k.shape[0] > 1 else slice(None), :, :kend]  # (b or 1, H, kend, E)
         s = qb @ kb.transpose(-2, -1)
     bb = _rows(bias, bsl, rsl, kend)
+    if bb is not None and scale is not None:
+        bb = bb * scale.view(1, -1, 1, 1)  # one block, not the whole (H, Lq, Lk) scaled
     if bb is not None:
         # softmax and masked_fill below are out of place: the bias block itself may be the logits
         s = bb if s is None else s.add_(bb) if s.shape == torch.broadcast_shapes(s.shape, bb.shape) else s + bb
@@ -115,13 +118,12 @@ def _blocked_backward(ctx, dout):
     if need_bias or need_scale:
         once = whole and ctx.causal_shift is None
         dsum = torch.empty_like(bias) if once else torch.zeros_like(bias)
-    sb = bias if scale is None else bias * scale.view(1, -1, 1, 1)
     dout = dout.contiguous()
     delta = (dout * out).sum(-1, keepdim=True)  # (B, H, Lq, 1): rowsum(dP * P) = rowsum(dO * O)
     if need_v:
         dv = v.new_empty(v.shape) if single else torch.zeros_like(v)
     for bsl, rsl, kend in blocks:
-        p = torch.softmax(_logits(q, k, sb, blocked, bsl, rsl, kend), dim=-1)  # (b, H, r, kend)
+        p = torch.softmax(_logits(q, k, bias, blocked, bsl, rsl, kend, scale), dim=-1)  # (b, H, r, kend)
         do = dout[bsl, :, rsl]  # (b, H, r, dv)
         if need_v:
             if single:
@@ -151,7 +153,10 @@ def _blocked_backward(ctx, dout):
                 dsum[:, :, rsl, :kend] = ds if ds.shape[0] == 1 else ds.sum(0, keepdim=True)
             else:
                 dsum[:, :, rsl, :kend] += ds.sum(0, keepdim=True)
-    dscale = (dsum * bias).sum((0, 2, 3)) if need_scale else None  # (H,)
+    dscale = None
+    if need_scale:  # (H,): one dot per head, no (H, Lq, Lk) product
+        bx = bias.expand_as(dsum)
+        dscale = torch.stack([torch.vdot(dsum[:, hh].reshape(-1), bx[:, hh].reshape(-1)) for hh in range(h)])
     dbias = None
     if need_bias:
         dbias = dsum if scale is None else dsum.mul_(scale.view(1, -1, 1, 1))
