@@ -14,7 +14,8 @@ the pure function :func:`~synthformer.attention.paths.choose_path` for a path, a
 ``need_weights=True``, ``fast=False``, tracing/export/compile), ``shared_softmax`` / ``shared_fused`` /
 ``shared_blocked`` (logits that do not depend on X, one softmax for the whole batch), ``fused`` (PyTorch's
 ``scaled_dot_product_attention`` over the members' dot-product features) and ``blocked`` (learned full logits
-through :func:`~synthformer.attention.blocked.blocked_attention`). All equal the literal path to float
+through :func:`~synthformer.attention.blocked.blocked_attention`) and ``flex`` (learned full logits beside a
+dot product in training on CUDA: FlexAttention with a ``score_mod``). All equal the literal path to float
 tolerance (tests/test_fastpaths.py, test_fuzz.py); tests/test_routes.py names the path of every variant and
 mixture in every mode. B = 0, Lq = 0 or Lk = 0 returns empty (or zero) outputs before any path.
 """

@@ -15,6 +15,9 @@ minus the memory in use before the step; on CPU the growth of the process's peak
 one extra step (Linux ``/proc/self/clear_refs`` + ``VmHWM``), measured after all timings with glibc's
 mmap threshold lowered to 64 KiB so that every tensor above it maps fresh pages and freed ones leave
 the resident set (``peak_method`` names what was used; ``null`` where unavailable).
+Precision: ``--precision fp32,bf16`` runs each case also under bf16 autocast over fp32 weights (rows carry
+``precision``); the header prints the CPU model, its bf16 units and the measured fp32 / bf16 matmul GFLOP/s
+(also in every row's ``matmul_gflops``), and the run ends with the targets table of ``--targets``.
 FLOPs (``gflops_per_s``): analytic multiply-adds x 2 of the forward pass (full L x L even when causal),
 x 3 for a training step; the count is in ``flop``. Mixer options are ModelConfig's defaults.
 
