@@ -34,3 +34,17 @@ def run_in_process(entry, *args) -> tuple[int, str, str]:
         warnings.simplefilter("ignore")
         code = entry([str(a) for a in args])
     return code, out.getvalue(), err.getvalue()
+
+
+def run_cli(*args) -> tuple[int, str, str]:
+    """The `synthformer` command in this process: (exit code, stdout, stderr)."""
+    from synthformer.cli import main as cli_main
+
+    return run_in_process(cli_main, *args)
+
+
+def one_line_error(code: int, err: str, *needles: str) -> None:
+    """Exit status 2, no traceback, and one line holding every needle."""
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert code == 2 and "Traceback" not in err, err[-2000:]
+    assert any(all(n in line for n in needles) for line in lines), err[-2000:]

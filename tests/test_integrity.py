@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import run_in_process
+from conftest import one_line_error, run_cli
 from synthformer.integrity import MissingManifestWarning
 from synthformer.model import CheckpointError, ModelConfig, build_model, load
 
@@ -25,16 +25,7 @@ TINY = ["--steps", "3", "--batch_size", "4", "--seq_len", "16", "--vocab_size", 
         "--num_layers", "1", "--ffn_dim", "64", "--max_seq_len", "32", "--decode_examples", "0"]
 
 
-def main(*args) -> tuple[int, str, str]:
-    from synthformer.cli import main as cli_main
-
-    return run_in_process(cli_main, *args)
-
-
-def one_line_error(code: int, err: str, *needles: str) -> None:
-    lines = [line for line in err.strip().splitlines() if line.strip()]
-    assert code == 2 and "Traceback" not in err, err[-2000:]
-    assert any(all(n in line for n in needles) for line in lines), err[-2000:]
+main = run_cli  # the CLI in this process
 
 
 @pytest.fixture(scope="module")

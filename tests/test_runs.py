@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_in_process
+from conftest import one_line_error, run_cli
 from synthformer.checkpoint import RunError
 from synthformer.lock import LOCK_FILE, RunLock, RunLockedError
 from synthformer.train import TrainConfig, train
@@ -26,16 +26,7 @@ API = dict(batch_size=4, seq_len=16, vocab_size=280, eval_every=0, eval_batches=
 MODEL = dict(embed_dim=32, num_layers=1, ffn_dim=64, max_seq_len=32)
 
 
-def main(*args) -> tuple[int, str, str]:
-    from synthformer.cli import main as cli_main
-
-    return run_in_process(cli_main, *args)
-
-
-def one_line_error(code: int, err: str, *needles: str) -> None:
-    lines = [line for line in err.strip().splitlines() if line.strip()]
-    assert code == 2 and "Traceback" not in err, err[-2000:]
-    assert any(all(n in line for n in needles) for line in lines), err[-2000:]
+main = run_cli  # the CLI in this process
 
 
 @pytest.fixture(scope="module")
