@@ -22,7 +22,9 @@ paper's numbers as the table prints them, and a relation with a threshold:
 * fewer than two seeds: *inconclusive* when ``|excess| < 5% of |B|``; otherwise the sign decides.
 
 A claim is *not reproduced* when any pair fails, else *inconclusive* when any pair is, else
-*reproduced*. Only the variants that were run count; a claim whose subject, every other variant,
+*reproduced*. Two guards make a claim *inconclusive* whatever the gaps, with a note saying why: every
+variant compared within ``CHANCE_MARGIN`` points of the majority-class accuracy (classification), or
+below ``BLEU_FLOOR`` BLEU (generation). Only the variants that were run count; a claim whose subject, every other variant,
 or metric is missing from the results is not shown.
 """
 from __future__ import annotations
@@ -39,6 +41,7 @@ RELATIONS = ("worse", "within", "better")
 SEED_SPREAD = 2.0  # inconclusive when |excess| < SEED_SPREAD x pooled std (two or more seeds)
 SINGLE_SEED_MARGIN = 0.05  # one seed: inconclusive when |excess| < this fraction of the reference value
 CHANCE_MARGIN = 2.0  # accuracy points: a variant within this of the majority-class accuracy learned nothing
+BLEU_FLOOR = 1.0  # BLEU points (0-100): below this for every variant compared, no output was learned, gaps are noise
 ANY_KIND = "*"  # a claim about speed holds for every task kind
 STATUSES = ("reproduced", "not reproduced", "inconclusive")
 
@@ -339,7 +342,8 @@ def judge(claim: Claim, rows: list[dict]) -> dict | None:
         return None
     statuses = [p[2] for p in pairs]
     status = next(s for s in ("not reproduced", "inconclusive", "reproduced") if s in statuses)
-    note = _at_chance(claim, [by_variant[v] for v in (claim.subject, *(p[0] for p in pairs))])
+    compared = [by_variant[v] for v in (claim.subject, *(p[0] for p in pairs))]
+    note = _at_chance(claim, compared) or _below_floor(claim, compared)
     if note:
         status = "inconclusive"
     ours = {claim.subject: _stat_dict(a), **{o: _stat_dict(b) for o, b, _, _ in pairs}}
@@ -364,6 +368,18 @@ def _at_chance(claim: Claim, rows: list[dict]) -> str | None:
     if all(a.mean <= c.mean + CHANCE_MARGIN for a, c in zip(accs, chances)):
         return (f"no variant beats the majority-class accuracy ({chances[0].mean:.1f}%) by more than "
                 f"{CHANCE_MARGIN:g} points: nothing was learned at this budget")
+    return None
+
+
+def _below_floor(claim: Claim, rows: list[dict]) -> str | None:
+    """Why a BLEU claim says nothing: every variant compared scores under BLEU_FLOOR, where BLEU counts a
+    few chance 4-gram matches and relative gaps between variants are noise. None otherwise."""
+    if claim.metric != "bleu":
+        return None
+    scores = [stat(seed_values(r, "bleu")) for r in rows]
+    if all(s is not None and s.mean < BLEU_FLOOR for s in scores):
+        return (f"every variant compared scores below {BLEU_FLOOR:g} BLEU: no translation or response was "
+                f"learned at this budget")
     return None
 
 

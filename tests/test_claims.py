@@ -205,3 +205,16 @@ def test_classification_claims_at_chance_are_inconclusive(fr, frv, chance, statu
     finding = C.judge(claim, rows)
     assert finding["status"] == status
     assert ("note" in finding) == (status == "inconclusive" and chance is not None)
+
+
+@pytest.mark.parametrize("fix,others,status", [
+    ([0.05], [0.16], "inconclusive"),  # every BLEU under the floor: chance n-gram matches, gaps are noise
+    ([20.0], [26.0], "reproduced"),    # learned: the gap decides
+    ([0.5], [26.0], "reproduced"),     # one variant learned: the floor does not apply
+])
+def test_bleu_claims_below_the_floor_are_inconclusive(fix, others, status):
+    claim = C.BY_NAME["t2-ende-fix-worst"]
+    rows = [seeded("Fix", "bleu", fix)] + [seeded(v, "bleu", others) for v in claim.others]
+    finding = C.judge(claim, rows)
+    assert finding["status"] == status
+    assert ("note" in finding) == (status == "inconclusive")
