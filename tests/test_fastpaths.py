@@ -116,9 +116,14 @@ def literal(q, k, v, bias, blocked, scale):
 @pytest.mark.parametrize("q_batch,k_batch,bias_batch", [(3, 3, 1), (1, 1, 1), (3, 1, None), (None, None, 3), (3, 3, 3)])
 @pytest.mark.parametrize("with_scale", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
-def test_blocked_attention_gradients(q_batch, k_batch, bias_batch, with_scale, causal, block_elements):
+@pytest.mark.parametrize("dv", [3, 4])  # 4 = e: PyTorch's fused forward and the backward from its log-sum-exp
+def test_blocked_attention_gradients(q_batch, k_batch, bias_batch, with_scale, causal, dv, block_elements,
+                                     monkeypatch):
     torch.manual_seed(5)
-    b, h, lq, lk, e, dv = 3, 2, 5, 7, 4, 3
+    used_lse = []
+    augmented = blocked_mod._augmented
+    monkeypatch.setattr(blocked_mod, "_augmented", lambda *a: used_lse.append(augmented(*a) is not None) or augmented(*a))
+    b, h, lq, lk, e = 3, 2, 5, 7, 4
 
     def leaf(*shape):
         return torch.randn(*shape, dtype=torch.float64, requires_grad=True)
@@ -138,6 +143,7 @@ def test_blocked_attention_gradients(q_batch, k_batch, bias_batch, with_scale, c
     g_want = torch.autograd.grad((want * w).sum(), inputs)
     for a, c in zip(g_got, g_want):
         torch.testing.assert_close(a, c)
+    assert used_lse == [q_batch is not None and dv == e]  # the backward rebuilt P from the log-sum-exp
 
 
 def test_blocked_attention_rejects_no_logits():

@@ -67,11 +67,13 @@ class _BlockedAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, bias, scale, blocked, causal_shift):
         sb = bias if scale is None else bias * scale.view(1, -1, 1, 1)  # scaled once, not once per batch block
+        lse = None
         if q is not None and q.shape[-1] == k.shape[-1] == v.shape[-1]:
-            out = _fused_forward(q, k, v, sb, blocked)  # PyTorch's flash kernel, the bias as its float mask
+            out, lse = _fused_forward(q, k, v, sb, blocked)  # PyTorch's flash kernel, the bias as its float mask
         else:
             out = _blocked_forward(q, k, v, sb, blocked, causal_shift)
-        ctx.save_for_backward(q, k, v, bias, scale, blocked, out)
+        # with the log-sum-exp the backward rebuilds P = exp(s - lse) from the scaled bias: keep both
+        ctx.save_for_backward(q, k, v, bias, scale, blocked, out, lse, sb if lse is not None else None)
         ctx.causal_shift = causal_shift
         return out
 
@@ -80,17 +82,20 @@ class _BlockedAttention(torch.autograd.Function):
         return _blocked_backward(ctx, dout)
 
 
-def _fused_forward(q, k, v, sb, blocked) -> Tensor:
-    """The forward pass by ``scaled_dot_product_attention`` (about 2x the blocked loop on CPU, measured): no
-    gradient is asked of it here, so the fused kernel takes the float mask. Masked logits get the dtype's
-    (finite) minimum, as in the loop, so a row with no visible key attends uniformly instead of NaN."""
+def _fused_forward(q, k, v, sb, blocked) -> tuple[Tensor, Tensor | None]:
+    """The forward pass by PyTorch's fused kernel (about 2x the blocked loop on CPU, measured): no gradient
+    is asked of it here, so it takes the float mask. Masked logits get the dtype's (finite) minimum, as in
+    the loop, so a row with no visible key attends uniformly instead of NaN. Returns (out, lse): on CPU in
+    fp32/fp64 the flash kernel's log-sum-exp per row (B, H, Lq), which spares the backward its softmax."""
     b = v.shape[0]
     mask = sb
     if blocked is not None:
         base = sb if sb is not None else q.new_zeros(())
         mask = base.masked_fill(blocked, torch.finfo(q.dtype).min)
     q, k = q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1)
-    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)
+    if q.device.type == "cpu" and q.dtype in (torch.float32, torch.float64):
+        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, attn_mask=mask, scale=1.0)
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0), None
 
 
 def _blocked_forward(q, k, v, sb, blocked, causal_shift) -> Tensor:
@@ -104,7 +109,7 @@ def _blocked_forward(q, k, v, sb, blocked, causal_shift) -> Tensor:
 
 
 def _blocked_backward(ctx, dout):
-    q, k, v, bias, scale, blocked, out = ctx.saved_tensors
+    q, k, v, bias, scale, blocked, out, lse, sb = ctx.saved_tensors
     b, h, lk, _ = v.shape
     lq = out.shape[2]
     need_q, need_k, need_v, need_bias, need_scale = ctx.needs_input_grad[:5]
@@ -120,20 +125,18 @@ def _blocked_backward(ctx, dout):
         dsum = torch.empty_like(bias) if once else torch.zeros_like(bias)
     dout = dout.contiguous()
     delta = (dout * out).sum(-1, keepdim=True)  # (B, H, Lq, 1): rowsum(dP * P) = rowsum(dO * O)
+    aug = _augmented(q, k, v, dout, delta, lse)
     if need_v:
         dv = v.new_empty(v.shape) if single else torch.zeros_like(v)
     for bsl, rsl, kend in blocks:
-        p = torch.softmax(_logits(q, k, bias, blocked, bsl, rsl, kend, scale), dim=-1)  # (b, H, r, kend)
         do = dout[bsl, :, rsl]  # (b, H, r, dv)
+        p, ds = _block_weights(q, k, v, bias, scale, sb, blocked, do, delta, aug, bsl, rsl, kend)
         if need_v:
             if single:
                 torch.matmul(p.transpose(-2, -1), do, out=dv)
             else:
                 dv[bsl, :, :kend] += p.transpose(-2, -1) @ do
-        ds = (do @ v[bsl, :, :kend].transpose(-2, -1)).sub_(delta[bsl, :, rsl]).mul_(p)  # dS: (b, H, r, kend)
-        mb = _rows(blocked, bsl, rsl, kend)
-        if mb is not None:
-            ds.masked_fill_(mb, 0.0)  # masked logits were overwritten: no gradient flows to them
+        ds.mul_(p)  # dS: (b, H, r, kend); zero where masked
         if need_q:
             g = ds @ k[bsl if k.shape[0] > 1 else slice(None), :, :kend]  # (b, H, r, E)
             if q.shape[0] > 1:
@@ -161,6 +164,37 @@ def _blocked_backward(ctx, dout):
     if need_bias:
         dbias = dsum if scale is None else dsum.mul_(scale.view(1, -1, 1, 1))
     return dq, dk, dv, dbias, dscale, None, None
+
+
+def _block_weights(q, k, v, bias, scale, sb, blocked, do, delta, aug, bsl, rsl, kend):
+    """(P, dP - delta) of one block, each (b, H, r, kend); their product dS is zero where masked."""
+    mb = _rows(blocked, bsl, rsl, kend)
+    if aug is None:
+        p = torch.softmax(_logits(q, k, bias, blocked, bsl, rsl, kend, scale), dim=-1)
+        dp = (do @ v[bsl, :, :kend].transpose(-2, -1)).sub_(delta[bsl, :, rsl])
+        # masked logits were overwritten: no gradient flows to them (P stays: a row with no visible key is uniform)
+        return p, dp if mb is None else dp.masked_fill_(mb, 0.0)
+    qa, ka, doa, va = aug  # one GEMM each for q k^T - lse and dP - delta, no softmax: see _augmented
+    p = qa[bsl, :, rsl] @ ka[bsl if ka.shape[0] > 1 else slice(None), :, :kend].transpose(-2, -1)
+    bb = _rows(sb, bsl, rsl, kend)
+    if bb is not None:
+        p.add_(bb)
+    if mb is not None:
+        p.masked_fill_(mb, -torch.inf)
+    return p.exp_(), doa[bsl, :, rsl] @ va[bsl, :, :kend].transpose(-2, -1)
+
+
+def _augmented(q, k, v, dout, delta, lse):
+    """With the forward's log-sum-exp, (q | -lse), (k | 1), (dO | -delta), (v | 1): then one GEMM of a block
+    gives q k^T - lse (so P = exp(that + bias)) and another dP - delta, which spares the softmax's
+    reductions and two elementwise passes over every block. None without lse, or when a row sees no key
+    (its lse is the mask's minimum and exp would not give the uniform row the forward used)."""
+    if lse is None or bool((lse < torch.finfo(lse.dtype).min / 2).any()):
+        return None
+    b = v.shape[0]
+    lse = lse.unsqueeze(-1).to(q.dtype)  # (B, H, Lq, 1)
+    return (torch.cat([q.expand(b, -1, -1, -1), -lse], -1), torch.cat([k, k.new_ones(k.shape[:-1] + (1,))], -1),
+            torch.cat([dout, -delta], -1), torch.cat([v, v.new_ones(v.shape[:-1] + (1,))], -1))
 
 
 SHARED_BLOCK_ELEMENTS = 1 << 20  # logits per (head, rows) block of the shared kernel: 4 MiB fp32 (measured best of 2^18..2^22)
