@@ -184,3 +184,22 @@ def test_causal_with_user_mask_fast_equals_reference(spec, kind, monkeypatch):
             layer.eval()
             with torch.no_grad():
                 torch.testing.assert_close(run(layer, x, fast=True, **kw)[0], want[0], atol=2e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_blocked_attention_plain_causal_lets_the_kernel_mask(dtype, block_elements):
+    """``plain_causal`` (the mask is exactly the causal triangle) gives the literal values and gradients."""
+    torch.manual_seed(6)
+    b, h, n, e = 2, 3, 9, 4
+    q, k, v = (torch.randn(b, h, n, e, dtype=dtype, requires_grad=True) for _ in range(3))
+    bias = torch.randn(1, h, n, n, dtype=dtype, requires_grad=True)
+    scale = torch.rand(h, dtype=dtype, requires_grad=True)
+    blocked = torch.ones(n, n, dtype=torch.bool).triu(1)[None, None]
+    got = blocked_attention(q, k, v, bias, blocked, 0, bias_scale=scale, plain_causal=True)
+    want = literal(q, k, v, bias, blocked, scale)
+    w = torch.randn_like(want)
+    tol = dict(atol=1e-5, rtol=1e-4) if dtype == torch.float32 else {}
+    torch.testing.assert_close(got, want, **tol)
+    for a, c in zip(torch.autograd.grad((got * w).sum(), (q, k, v, bias, scale)),
+                    torch.autograd.grad((want * w).sum(), (q, k, v, bias, scale))):
+        torch.testing.assert_close(a, c, **tol)

@@ -215,7 +215,8 @@ def fused(a: PathInputs) -> PathResult:
 
 def blocked(a: PathInputs) -> PathResult:
     """Learned full logits through :func:`blocked_attention` (no (B, H, Lq, Lk) tensors)."""
-    out = _blocked(a.terms, a.v, a.allowed, a.bias, a.causal_shift)
+    plain = a.plain_causal and a.allowed is not None and a.allowed.dim() == 2  # no padding or user mask
+    out = _blocked(a.terms, a.v, a.allowed, a.bias, a.causal_shift, plain)
     if a.allowed is not None and (a.key_padding_mask is not None or a.user_mask):
         out = out.masked_fill(~a.allowed.any(dim=-1, keepdim=True), 0.0)  # queries with no visible key
     return out, None
@@ -322,7 +323,7 @@ def _shared_weights(a: PathInputs) -> Tensor:
     return w
 
 
-def _blocked(terms, v, allowed, bias, causal_shift) -> Tensor:
+def _blocked(terms, v, allowed, bias, causal_shift, plain_causal=False) -> Tensor:
     """Dot-product members concatenated, full members summed (or one kept scaled), into :func:`blocked_attention`."""
     dots = [t for t in terms if isinstance(t, DotLogits)]
     fulls = [t for t in terms if isinstance(t, FullLogits)]
@@ -347,7 +348,7 @@ def _blocked(terms, v, allowed, bias, causal_shift) -> Tensor:
     masked = None
     if allowed is not None:
         masked = ~(allowed if allowed.dim() == 4 else allowed[None, None])  # (B or 1, H or 1, Lq, Lk)
-    return blocked_attention(q, k, v, add, masked, causal_shift, bias_scale=scale)
+    return blocked_attention(q, k, v, add, masked, causal_shift, bias_scale=scale, plain_causal=plain_causal)
 
 
 def _fused(terms, v, allowed, bias, plain_causal, dropout) -> Tensor:
