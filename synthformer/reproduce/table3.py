@@ -23,7 +23,7 @@ SPEC = Spec(
     data="manpages-summ (Linux man pages: DESCRIPTION -> one-line NAME summary) for summarization; chitchat "
          "(the last three turns -> response) for dialogue",
     variants=", ".join(VARIANTS),
-    minutes={"smoke": "< 1 min", "cpu": "~35 min", "gpu": "~1.5 h"},
+    minutes={"smoke": "< 1 min", "cpu": "~30 min", "gpu": "~1.5 h"},
     seeds={"smoke": 1, "cpu": 1, "gpu": 3},
     sources=("manpages-summ", "chitchat"),
     tables=("Table 3",),
@@ -37,7 +37,7 @@ SPEC = Spec(
 def grids(budget: str) -> list[Grid]:
     summ = Grid("summarization", "Summarization: manpages-summ (stands in for CNN/DailyMail)", "seq2seq",
                 "manpages-summ", VARIANTS,
-                budget_train(budget, task="seq2seq", data="manpages-summ", steps=per_budget(budget, 2, 500, 10000),
+                budget_train(budget, task="seq2seq", data="manpages-summ", steps=per_budget(budget, 2, 1500, 10000),
                              data_options={"max_words": per_budget(budget, 60, 120, 400)},
                              **per_budget(budget, {}, dict(seq_len=128, batch_size=16, eval_every=250),
                                           dict(seq_len=512, decode="beam", num_beams=4, batch_size=32,
@@ -49,7 +49,7 @@ def grids(budget: str) -> list[Grid]:
                      "on the test split below.")
     dialogue = Grid("dialogue", "Dialogue: chitchat context -> response (stands in for PersonaChat)", "seq2seq",
                     "chitchat", VARIANTS,
-                    budget_train(budget, task="seq2seq", data="chitchat", steps=per_budget(budget, 2, 500, 10000),
+                    budget_train(budget, task="seq2seq", data="chitchat", steps=per_budget(budget, 2, 1500, 10000),
                                  data_options={"context_turns": 3},
                                  **per_budget(budget, {}, dict(seq_len=64, eval_every=250),
                                               dict(seq_len=128, warmup_steps=1000))),

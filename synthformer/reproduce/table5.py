@@ -15,7 +15,7 @@ SPEC = Spec(
     data="pretraining: chitchat (MLM); fine-tuning: sentiment (SST-2-like), fortunes (topic), bible-paraphrase "
          "(KJV/WEB same verse vs a nearby verse: an MRPC/QQP-like pair task)",
     variants=", ".join(VARIANTS),
-    minutes={"smoke": "< 1 min", "cpu": "~40 min", "gpu": "~3 h"},
+    minutes={"smoke": "< 1 min", "cpu": "~30 min", "gpu": "~3 h"},
     seeds={"smoke": 1, "cpu": 1, "gpu": 3},
     sources=("chitchat", "sentiment", "fortunes", "bible-paraphrase"),
     tables=("Table 5", "Table 6"),
@@ -57,7 +57,7 @@ def settings(budget: str) -> dict:
                     pretrain=small, finetune=dict(seq_len=32, final_eval_batches=1, log_every=1, warmup_steps=1),
                     model=dict(max_seq_len=32))
     if budget == "cpu":
-        return dict(pretrain_steps=600, finetune_steps=300, finetune_examples=4000, preset="tiny",
+        return dict(pretrain_steps=1500, finetune_steps=800, finetune_examples=4000, preset="tiny",
                     pretrain=dict(seq_len=128), finetune=dict(seq_len=128), model={})
     return dict(pretrain_steps=20000, finetune_steps=3000, finetune_examples=None, preset="small",
                 pretrain=dict(seq_len=256, batch_size=64, vocab_size=8000, precision="bf16", warmup_steps=1000),
