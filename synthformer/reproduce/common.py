@@ -128,13 +128,52 @@ class Context:
         from ..compare import compare
 
         folder = self.out / grid.key
-        done = folder / "results.json"
-        if done.exists():
-            self.log(f"{self.name}/{grid.key}: finished earlier, reusing {done}")
-            return json.loads(done.read_text())
+        settings = {"variants": list(grid.variants), "train": grid.train, "model": grid.model, "seeds": self.seeds}
+        done = reuse(folder, settings, f"{self.name}/{grid.key}", self.log)
+        if done is not None:
+            return done
         self.log(f"{self.name}/{grid.key}: {grid.title}: {', '.join(grid.variants)} x {self.seeds} seed(s)")
         return compare(list(grid.variants), self.train_overrides(grid), dict(grid.model), folder,
                        log=self.log, seeds=self.seeds, kind=grid.kind)
+
+
+SETTINGS = "settings.json"  # what a folder's results were (or are being) computed with
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+def reuse(folder: Path, settings: dict, label: str, log=print) -> dict | None:
+    """The results.json of ``folder`` when it finished with these settings; None when it is to be run or
+    continued (the settings are then recorded). A folder run with other settings (e.g. a budget's steps
+    changed since) is an error: reusing it would report numbers of another configuration."""
+    settings = json.loads(json.dumps(settings))  # as stored: tuples -> lists
+    file, done = folder / SETTINGS, folder / "results.json"
+    stored = None
+    if file.exists():
+        try:
+            stored = json.loads(file.read_text())
+        except json.JSONDecodeError:
+            raise ReproduceError(f"{file} is damaged (not JSON); delete {folder} to rerun it") from None
+    elif done.exists():
+        raise ReproduceError(f"{folder} holds results without the {SETTINGS} they were made with; delete it "
+                             "to rerun it, or choose another --out")
+    if stored is not None and stored != settings:
+        theirs, mine = _flat(stored), _flat(settings)
+        diff = ", ".join(f"{k} {theirs.get(k)} (now {mine.get(k)})" for k in sorted(theirs.keys() | mine.keys())
+                         if theirs.get(k) != mine.get(k))
+        raise ReproduceError(f"{folder} was run with other settings: {diff}; delete it to rerun it, or choose "
+                             "another --out")
+    if done.exists():
+        log(f"{label}: finished earlier, reusing {done}")
+        return json.loads(done.read_text())
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(file, json.dumps(settings, indent=1))
+    return None
 
 
 # ----------------------------------------------------------------------------- sections and reports

@@ -4,7 +4,7 @@ through `synthformer.finetune.pretrain_finetune`. The report sets per-task score
 beside the paper's R+V / D+V vs V deltas and its claim that pure synthesizers are weak on pairs."""
 from __future__ import annotations
 
-from .common import ReproduceError, Section, Spec
+from .common import ReproduceError, Section, Spec, reuse
 
 VARIANTS = ("V", "R", "D", "R+V", "D+V")
 TASKS = ("sentiment", "topic", "paraphrase")  # synthformer.finetune.SUITE
@@ -66,14 +66,12 @@ def settings(budget: str) -> dict:
 
 def call(ctx) -> dict:
     """pretrain_finetune into out/finetune (reused when finished; continued otherwise)."""
-    import json
-
     folder = ctx.out / "finetune"
-    if (folder / "results.json").exists():
-        ctx.log(f"{ctx.name}: finished earlier, reusing {folder / 'results.json'}")
-        return json.loads((folder / "results.json").read_text())
-    fn = _pipeline()
     kw = settings(ctx.budget)
+    done = reuse(folder, {"variants": list(VARIANTS), "tasks": TASKS, **kw, "seeds": ctx.seeds}, ctx.name, ctx.log)
+    if done is not None:
+        return done
+    fn = _pipeline()
     if ctx.device:
         kw["device"] = ctx.device
     if ctx.threads:
