@@ -21,7 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="synthformer reproduce", description=doc.split("\n\n")[0],
                                 epilog="Names: see --list. Each writes report.md, results.json and PNG figures "
-                                       "into --out; rerunning with the same --out continues.")
+                                       "into --out; rerunning with the same --out continues "
+                                       "(a folder run with other settings is refused).")
     p.add_argument("name", nargs="?", help="what to reproduce: table2, table3, table4, table5, table7, figures, lra")
     p.add_argument("--list", action="store_true", help="list the names: what each reproduces, data, variants, time")
     p.add_argument("--budget", default="smoke", help=f"{' | '.join(BUDGETS)} (default: %(default)s)")

@@ -10,7 +10,8 @@ writes into its run folder (default runs/reproduce/NAME-BUDGET): one sub-folder 
 results.json with the paper's claims judged, table.md, curves.png, one run folder per variant), then
 ``report.md`` (our numbers beside the paper's, every claim of the table with its status),
 ``results.json`` and the name's own figures. Running the same command again continues: finished grids
-and runs are reused, an interrupted run resumes from its checkpoint.
+and runs are reused, an interrupted run resumes from its checkpoint. A grid folder records the settings it
+ran with (``settings.json``): one run with other settings (a budget changed since) is refused, not reused.
 """
 from __future__ import annotations
 
