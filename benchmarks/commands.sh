@@ -24,3 +24,9 @@ python -m synthformer.plots bench "$OUT/cpu-2threads.jsonl" --out "$OUT/cpu-2thr
 bash benchmarks/issue13.sh --out "$OUT/issue13-cpu-1thread-runA.jsonl"
 bash benchmarks/issue13.sh --precision fp32 --out "$OUT/issue13-cpu-1thread.jsonl"
 # On a GPU: bash benchmarks/gpu.sh
+
+# 5. Session 3 (run C / C' of RESULTS.md): the layer targets after the R+V log-sum-exp backward, non-causal and causal.
+python -m synthformer.bench --threads 1 --no-memory --repeats 3 --scope layer --modes train \
+  --lengths 256,1024,4096 --variants V,R,Fix,R+V --precision fp32 --out "$OUT/issue13-s3-layer.jsonl"
+python -m synthformer.bench --threads 1 --no-memory --repeats 3 --scope layer --modes train --causal \
+  --lengths 256,1024,4096 --variants V,R,R+V --precision fp32 --out "$OUT/issue13-s3-layer-causal.jsonl"
