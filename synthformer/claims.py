@@ -24,7 +24,7 @@ paper's numbers as the table prints them, and a relation with a threshold:
 A claim is *not reproduced* when any pair fails, else *inconclusive* when any pair is, else
 *reproduced*. Two guards make a claim *inconclusive* whatever the gaps, with a note saying why: every
 variant compared within ``CHANCE_MARGIN`` points of the majority-class accuracy (classification), or
-below ``BLEU_FLOOR`` BLEU (generation). Only the variants that were run count; a claim whose subject, every other variant,
+below ``BLEU_FLOOR`` BLEU or a tenth of the paper's score (generation). Only the variants that were run count; a claim whose subject, every other variant,
 or metric is missing from the results is not shown.
 """
 from __future__ import annotations
@@ -42,6 +42,7 @@ SEED_SPREAD = 2.0  # inconclusive when |excess| < SEED_SPREAD x pooled std (two 
 SINGLE_SEED_MARGIN = 0.05  # one seed: inconclusive when |excess| < this fraction of the reference value
 CHANCE_MARGIN = 2.0  # accuracy points: a variant within this of the majority-class accuracy learned nothing
 BLEU_FLOOR = 1.0  # BLEU points (0-100): below this for every variant compared, no output was learned, gaps are noise
+BLEU_PAPER_FRACTION = 0.1  # ... nor below a tenth of the paper's lowest score in the claim (e.g. 2.4 BLEU for En-De)
 ANY_KIND = "*"  # a claim about speed holds for every task kind
 STATUSES = ("reproduced", "not reproduced", "inconclusive")
 
@@ -372,14 +373,17 @@ def _at_chance(claim: Claim, rows: list[dict]) -> str | None:
 
 
 def _below_floor(claim: Claim, rows: list[dict]) -> str | None:
-    """Why a BLEU claim says nothing: every variant compared scores under BLEU_FLOOR, where BLEU counts a
-    few chance 4-gram matches and relative gaps between variants are noise. None otherwise."""
+    """Why a BLEU claim says nothing: every variant compared scores under the floor (BLEU_FLOOR, or a tenth
+    of the paper's lowest number in the claim if higher), where BLEU counts a few chance n-gram matches and
+    gaps between variants are noise. None otherwise."""
     if claim.metric != "bleu":
         return None
     scores = [stat(seed_values(r, "bleu")) for r in rows]
-    if all(s is not None and s.mean < BLEU_FLOOR for s in scores):
-        return (f"every variant compared scores below {BLEU_FLOOR:g} BLEU: no translation or response was "
-                f"learned at this budget")
+    paper = [claim.paper[r["variant"]] for r in rows if r["variant"] in claim.paper]
+    floor = max([BLEU_FLOOR] + [BLEU_PAPER_FRACTION * min(paper)] * bool(paper))
+    if all(s is not None and s.mean < floor for s in scores):
+        return (f"every variant compared scores below {floor:.3g} BLEU (a tenth of the paper's, at least "
+                f"{BLEU_FLOOR:g}): no translation or response was learned at this budget")
     return None
 
 

@@ -211,6 +211,7 @@ def test_classification_claims_at_chance_are_inconclusive(fr, frv, chance, statu
     ([0.05], [0.16], "inconclusive"),  # every BLEU under the floor: chance n-gram matches, gaps are noise
     ([20.0], [26.0], "reproduced"),    # learned: the gap decides
     ([0.5], [26.0], "reproduced"),     # one variant learned: the floor does not apply
+    ([0.3], [1.2], "inconclusive"),    # above 1 BLEU but under a tenth of the paper's (2.39): still noise
 ])
 def test_bleu_claims_below_the_floor_are_inconclusive(fix, others, status):
     claim = C.BY_NAME["t2-ende-fix-worst"]
