@@ -27,7 +27,7 @@ SPEC = Spec(
     data="listops-lra (generated with LRA's algorithm, 500-2000 tokens, word vocabulary); man page DESCRIPTION "
          "bytes -> manual section (text); Fashion-MNIST as 784-pixel sequences (image)",
     variants=", ".join(VARIANTS),
-    minutes={"smoke": "< 1 min", "cpu": "~45 min", "gpu": "~3 h"},
+    minutes={"smoke": "< 1 min", "cpu": "~30 min", "gpu": "~3 h"},
     seeds={"smoke": 1, "cpu": 1, "gpu": 3},
     sources=("listops-lra", "manpages-summ", "fashion-mnist"),
     tables=("LRA",),

@@ -12,7 +12,7 @@ SPEC = Spec(
     data="bible-en-es (KJV English -> Reina-Valera Spanish, split by chapter) for MT; chitchat conversations "
          "for the decoder LM",
     variants=", ".join(VARIANTS),
-    minutes={"smoke": "< 1 min", "cpu": "~45 min", "gpu": "~2 h"},
+    minutes={"smoke": "< 1 min", "cpu": "~35 min", "gpu": "~2 h"},
     seeds={"smoke": 1, "cpu": 1, "gpu": 3},
     sources=("bible-en-es", "chitchat"),
     tables=("Table 2",),

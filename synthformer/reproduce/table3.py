@@ -23,7 +23,7 @@ SPEC = Spec(
     data="manpages-summ (Linux man pages: DESCRIPTION -> one-line NAME summary) for summarization; chitchat "
          "(the last three turns -> response) for dialogue",
     variants=", ".join(VARIANTS),
-    minutes={"smoke": "< 1 min", "cpu": "~30 min", "gpu": "~1.5 h"},
+    minutes={"smoke": "< 1 min", "cpu": "~25 min", "gpu": "~1.5 h"},
     seeds={"smoke": 1, "cpu": 1, "gpu": 3},
     sources=("manpages-summ", "chitchat"),
     tables=("Table 3",),

@@ -15,7 +15,7 @@ SPEC = Spec(
     data="pretraining: chitchat (MLM); fine-tuning: sentiment (SST-2-like), fortunes (topic), bible-paraphrase "
          "(KJV/WEB same verse vs a nearby verse: an MRPC/QQP-like pair task)",
     variants=", ".join(VARIANTS),
-    minutes={"smoke": "< 1 min", "cpu": "~30 min", "gpu": "~3 h"},
+    minutes={"smoke": "< 1 min", "cpu": "~22 min", "gpu": "~3 h"},
     seeds={"smoke": 1, "cpu": 1, "gpu": 3},
     sources=("chitchat", "sentiment", "fortunes", "bible-paraphrase"),
     tables=("Table 5", "Table 6"),
