@@ -36,6 +36,9 @@ def run(layer, x, fast, **kw):
 @pytest.fixture(params=[1 << 22, 7], ids=["one-block", "many-blocks"])  # 7: blocks of one row
 def block_elements(request, monkeypatch):
     monkeypatch.setattr(blocked_mod, "BLOCK_ELEMENTS", request.param)
+    if request.param == 7:  # the shared kernel too: blocks of one or two rows
+        monkeypatch.setattr(blocked_mod, "SHARED_BLOCK_ELEMENTS", 7)
+        monkeypatch.setattr(blocked_mod, "CAUSAL_SHARED_ROWS", 1)
     return request.param
 
 
@@ -203,3 +206,24 @@ def test_blocked_attention_plain_causal_lets_the_kernel_mask(dtype, block_elemen
     for a, c in zip(torch.autograd.grad((got * w).sum(), (q, k, v, bias, scale)),
                     torch.autograd.grad((want * w).sum(), (q, k, v, bias, scale))):
         torch.testing.assert_close(a, c, **tol)
+
+
+@pytest.mark.parametrize("shift", [None, 0, 2])  # not causal; causal square; causal with 2 cached keys
+@pytest.mark.parametrize("with_scale", [False, True])
+def test_shared_kernel_matches_the_literal_equations(shift, with_scale, block_elements):
+    """Logits shared by the batch (R, Fix with the batch folded into v): the causal softmax runs over the
+    visible keys of each row block only; values and gradients equal the literal softmax(R) @ v."""
+    torch.manual_seed(7)
+    h, lq, dv = 2, 9, 5
+    lk = lq + (shift or 0)
+    v = torch.randn(1, h, lk, dv, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(1, h, lq, lk, dtype=torch.float64, requires_grad=True)
+    scale = torch.rand(h, dtype=torch.float64, requires_grad=True) if with_scale else None
+    blocked = None if shift is None else torch.ones(lq, lk, dtype=torch.bool).tril(shift).logical_not()[None, None]
+    inputs = [t for t in (v, bias, scale) if t is not None]
+    got = blocked_attention(None, None, v, bias, blocked, shift, bias_scale=scale)
+    want = literal(None, None, v, bias, blocked, scale)
+    torch.testing.assert_close(got, want)
+    w = torch.randn_like(want)
+    for a, c in zip(torch.autograd.grad((got * w).sum(), inputs), torch.autograd.grad((want * w).sum(), inputs)):
+        torch.testing.assert_close(a, c)
