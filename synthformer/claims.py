@@ -24,8 +24,8 @@ paper's numbers as the table prints them, and a relation with a threshold:
 A claim is *not reproduced* when any pair fails, else *inconclusive* when any pair is, else
 *reproduced*. Two guards make a claim *inconclusive* whatever the gaps, with a note saying why: every
 variant compared within ``CHANCE_MARGIN`` points of the majority-class accuracy (classification), or
-below ``BLEU_FLOOR`` BLEU or a tenth of the paper's score (generation). Only the variants that were run count; a claim whose subject, every other variant,
-or metric is missing from the results is not shown.
+below ``BLEU_FLOOR`` BLEU or a tenth of the paper's score (generation). Only the variants that were run
+count; a claim whose subject, every other variant, or metric is missing from the results is not shown.
 """
 from __future__ import annotations
 
