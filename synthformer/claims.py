@@ -380,7 +380,7 @@ def _below_floor(claim: Claim, rows: list[dict]) -> str | None:
         return None
     scores = [stat(seed_values(r, "bleu")) for r in rows]
     paper = [claim.paper[r["variant"]] for r in rows if r["variant"] in claim.paper]
-    floor = max([BLEU_FLOOR] + [BLEU_PAPER_FRACTION * min(paper)] * bool(paper))
+    floor = max(BLEU_FLOOR, BLEU_PAPER_FRACTION * min(paper, default=0.0))
     if all(s is not None and s.mean < floor for s in scores):
         return (f"every variant compared scores below {floor:.3g} BLEU (a tenth of the paper's, at least "
                 f"{BLEU_FLOOR:g}): no translation or response was learned at this budget")

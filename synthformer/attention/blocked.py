@@ -69,7 +69,7 @@ def _blocks(b: int, h: int, lq: int, lk: int, causal_shift: int | None):
 class _BlockedAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, bias, scale, blocked, causal_shift, plain_causal):
-        sb = bias if scale is None or bias is None else bias * scale.view(1, -1, 1, 1)  # scaled once
+        sb = bias if scale is None else bias * scale.view(1, -1, 1, 1)  # scaled once, not once per block
         lse = None
         if q is not None and q.shape[-1] == k.shape[-1] == v.shape[-1]:
             out, lse = _fused_forward(q, k, v, sb, blocked, plain_causal)  # flash kernel, the bias as its mask
