@@ -265,7 +265,55 @@ def test_mixture_weights_start_uniform_and_are_softmaxed():
     torch.testing.assert_close(layer.mixture_weights(), torch.full((H, 3), 1 / 3))
 
 
-def test_eval_cache_of_shared_weights_follows_parameter_updates():
+def _sgd(ps):
+    return torch.optim.SGD(ps, lr=0.5)
+
+
+def _manual(ps):
+    class Manual:  # a user editing weights in place, no optimizer at all
+        def step(self):
+            with torch.no_grad():
+                for p in ps:
+                    p.data.add_(p.grad, alpha=-0.5)
+
+        def zero_grad(self):
+            for p in ps:
+                p.grad = None
+    return Manual()
+
+
+OPTIMIZERS = {
+    "adamw-fused": lambda ps: torch.optim.AdamW(ps, lr=0.05, fused=True),
+    "adamw-foreach": lambda ps: torch.optim.AdamW(ps, lr=0.05, foreach=True),
+    "adamw-loop": lambda ps: torch.optim.AdamW(ps, lr=0.05, foreach=False),
+    "sgd": _sgd, "manual": _manual,
+}
+
+
+@pytest.mark.parametrize("spec", ["R", "FR", "FD", "R+V"])
+@pytest.mark.parametrize("opt", sorted(OPTIMIZERS))
+@pytest.mark.parametrize("causal", [False, True])
+def test_eval_between_optimizer_steps_sees_the_current_weights(spec, opt, causal):
+    """No optimizer (fused ones bump no version counter) or in-place edit leaves a stale eval output:
+    after every step the trained layer equals a fresh layer loaded from its state dict."""
+    torch.manual_seed(0)
+    layer = make(spec, causal)
+    optimizer = OPTIMIZERS[opt](list(layer.parameters()))
+    x = torch.randn(2, N, D)
+    for _ in range(3):
+        layer.train()
+        layer(x)[0].square().mean().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        layer.eval()
+        fresh = make(spec, causal).eval()
+        fresh.load_state_dict(layer.state_dict())
+        with torch.no_grad():
+            got, want = layer(x)[0], fresh(x)[0]
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_eval_follows_in_place_edits_load_state_dict_and_dtype_moves():
     layer = make("R").eval()
     x = torch.randn(2, N, D)
     with torch.no_grad():
@@ -274,8 +322,15 @@ def test_eval_cache_of_shared_weights_follows_parameter_updates():
         b = layer(x)[0]
         layer.fast = False
         c = layer(x)[0]
+        layer.fast = True
+        other = make("R").eval()
+        layer.load_state_dict(other.state_dict())
+        d = layer(x)[0]
+        e = layer.double()(x.double())[0]
     assert not torch.allclose(a, b)
     torch.testing.assert_close(b, c)
+    torch.testing.assert_close(d, other(x)[0])
+    torch.testing.assert_close(e.float(), d, rtol=1e-5, atol=1e-6)
 
 
 # ----------------------------------------------------------------- names and bad input

@@ -121,6 +121,19 @@ def test_smoke_every_task_through_the_cli(task, attention, data, tmp_path):
             assert json.loads(out)["label"] in ("cat", "other")
 
 
+@pytest.mark.parametrize("attention", ["R", "FR", "FD", "R+V"])
+def test_in_run_validation_equals_a_fresh_eval_of_the_saved_model(attention, data, tmp_path):
+    """The number logged at the last step is the one `synthformer eval` gives the saved model (a stale
+    softmax table reused across evaluations once hid R's progress after the first one)."""
+    run = tmp_path / "run"
+    ok("train", "--task", "lm", "--data", data["lm"], "--attention", attention, "--out", run, *SMALL[:-2],
+       "--steps", "4", "--lr", "0.05", "--warmup_steps", "0", "--max_seq_len", "24")
+    logged = rows(run, "valid")
+    assert [r["step"] for r in logged] == [1, 2, 3, 4] and logged[0]["ppl"] != logged[-1]["ppl"]  # the last on the whole split
+    ev = json.loads(ok("eval", "--run", run, "--threads", "1").strip().splitlines()[-1])
+    assert ev["ppl"] == pytest.approx(logged[-1]["ppl"], rel=1e-5)
+
+
 # ----------------------------------------------------------------------------- resume
 RESUME = ["--steps", "8", "--batch_size", "4", "--seq_len", "24", "--vocab_size", "300", "--log_every", "1",
           "--eval_every", "3", "--eval_batches", "2", "--checkpoint_every", "2", "--threads", "1",

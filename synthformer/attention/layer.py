@@ -198,7 +198,7 @@ class SyntheticAttention(nn.Module):
                           and (attn_mask is None or attn_mask.dtype != torch.bool)),
             dropout=self.dropout if self.training else 0.0, fallback=paths.fallback_path(route))
         if path is Path.SHARED_SOFTMAX and not (self.training or route.grad) and attn_mask is None:
-            inputs.cache, inputs.cache_key = self._softmax_cache, self._cache_key(offset, lq, lk, static)
+            inputs.cache = self._softmax_cache
         out, weights = paths.PATHS[path](inputs)  # (B, H, Lq, d_h)
         out = out.transpose(1, 2).reshape(b, lq, self.embed_dim)  # (B, Lq, d)
         if weights is not None:
@@ -226,13 +226,6 @@ class SyntheticAttention(nn.Module):
             masks_batch_free=all(m is None or m.dim() == 2 or m.shape[0] == 1 for m in (static, bias)),
             device=v.device.type, logits_per_example=self.num_heads * lq * v.shape[2],
             exporting=paths.is_exporting(), literal=literal)
-
-    def _cache_key(self, offset, lq, lk, static) -> tuple:
-        """Identity of the shared softmax: shapes, masks, autocast, and every weight's storage and version."""
-        device = self.v_proj.weight.device.type
-        autocast = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
-        return (offset, lq, lk, static is None, autocast) + tuple(
-            (t.data_ptr(), t._version) for t in (*self.parameters(), *self.buffers()))
 
     def _values_and_keys(self, x, memory, cache, offset):
         """Project values and per-key features, reading and writing the cache."""

@@ -120,17 +120,26 @@ def fallback_path(r: Route) -> Path:
 
 
 class SoftmaxCache:
-    """The shared softmax of the last no-grad eval call, reused while its key (shapes, weights' versions) holds."""
+    """The shared softmax of the last no-grad eval call, reused only while the masked logits it came from are
+    equal, value for value, to this call's. Keyed on content, not on parameter versions: fused and foreach
+    optimizers, ``p.data`` edits and ``load_state_dict`` change weights without a version a key could see.
+    The check (one read of H * Lq * Lk values) costs about a third of the softmax it saves."""
 
     def __init__(self):
-        self.key: tuple | None = None
+        self.logits: Tensor | None = None  # (H, Lq, Lk), a private copy
         self.weights: Tensor | None = None
+        self.autocast: bool = False
 
-    def get(self, key: tuple) -> Tensor | None:
-        return self.weights if self.key == key else None
+    def get(self, logits: Tensor) -> Tensor | None:
+        c = self.logits
+        if (c is None or c.shape != logits.shape or c.dtype != logits.dtype or c.device != logits.device
+                or self.autocast != torch.is_autocast_enabled(logits.device.type) or not torch.equal(c, logits)):
+            return None
+        return self.weights
 
-    def put(self, key: tuple, weights: Tensor) -> None:
-        self.key, self.weights = key, weights
+    def put(self, logits: Tensor, weights: Tensor) -> None:
+        self.logits, self.weights = logits.clone(), weights
+        self.autocast = torch.is_autocast_enabled(logits.device.type)
 
 
 @dataclass
@@ -148,8 +157,7 @@ class PathInputs:
     plain_causal: bool  # static is exactly the causal triangle, Lq == Lk, no offset: the kernel may mask itself
     dropout: float  # dropout probability on the weights (0.0 outside training)
     fallback: Path  # see fallback_path
-    cache: SoftmaxCache | None = None  # shared_softmax: reuse when cache_key matches
-    cache_key: tuple | None = None
+    cache: SoftmaxCache | None = None  # shared_softmax: reuse when the masked logits are equal
 
 
 PathResult = tuple[Tensor, Tensor | None]
@@ -304,22 +312,20 @@ def _zero_dead_static(a: PathInputs, out: Tensor) -> Tensor:
 
 
 def _shared_weights(a: PathInputs) -> Tensor:
-    """softmax of the batch-shared logits, (H, Lq, Lk); kept in ``a.cache`` between no-grad eval calls."""
-    if a.cache is not None and a.cache_key is not None:
-        w = a.cache.get(a.cache_key)
-        if w is not None:
-            return w
+    """softmax of the batch-shared logits, (H, Lq, Lk); reused from ``a.cache`` when the logits are equal."""
     s = sum(t.materialize() for t in a.terms)[0]  # (H, Lq, Lk)
     if a.bias is not None:
         s = s + a.bias.reshape(-1, *s.shape[-2:])
     if a.static is not None:
         keep = a.static.reshape(-1, *s.shape[-2:])  # (H or 1, Lq, Lk)
         s = s.masked_fill(~keep, torch.finfo(s.dtype).min)
+    if a.cache is not None and (w := a.cache.get(s)) is not None:
+        return w
     w = torch.softmax(s, dim=-1)
     if a.static is not None:
         w = w.masked_fill(~keep, 0.0)
-    if a.cache is not None and a.cache_key is not None:
-        a.cache.put(a.cache_key, w)
+    if a.cache is not None:
+        a.cache.put(s, w)
     return w
 
 
