@@ -531,7 +531,8 @@ def decide(claim: Claim, g: Gap) -> str:
 def _direction(claim: Claim, other: str, g: Gap) -> str:
     """In words: how the subject stands against `other`, and against which line (for failing pairs)."""
     t = _pct(claim.threshold)
-    way = f"{claim.subject} {abs(g.gap):.1%} {'worse' if g.gap > 0 else 'better'} than {other}"
+    gap = round(g.gap, 4)  # as the finding's "gap" shows it
+    way = f"{claim.subject} {abs(gap):.1%} {'worse' if gap > 0 else 'better'} than {other}"
     if claim.relation == "within":
         return f"{way}, beyond the ±{t} band"
     if claim.relation == "worse":
