@@ -102,17 +102,19 @@ def _normal_quantile(p: float) -> float:
 def combine(values: Sequence[float], ses: Sequence[float | None], level: float = 0.95) -> tuple[float, float, float]:
     """(mean, lo, hi): the mean over seeds of a metric and its `level` (95%) interval.
 
-    With n seeds, values v_i and item SEs se_i (None where a seed has none):
+    With n seeds, values v_i and item SEs se_i (None where a seed has none), q = 1 - (1 - level) / 2:
         a = s^2 / n      s^2 = sum (v_i - mean)^2 / (n - 1)   (the seed spread; 0 when n = 1)
         b = mean(se_i^2) over the seeds that have one          (the item variance; 0 when none)
-        half = t(1 - (1 - level) / 2, nu) * sqrt(a + b),  lo, hi = mean -/+ half
-        nu = (a + b)^2 / (a^2 / (n - 1))   (Welch-Satterthwaite; the bootstrap SE counts as exact)
-    The seeds are scored on the same evaluation items, so the item noise is shared by all of them
-    and does not average out over seeds: b is added whole, not divided by n. With b = 0 this is the
-    t interval over seeds (n - 1 dof); with one seed (a = 0, nu = inf) it is the normal interval of
-    the item bootstrap alone, which misses the seed spread.
-    With one seed and no SE there is no interval: lo = hi = NaN (every comparison with NaN is false,
-    so nothing is decided on it). Non-finite values give NaN bounds too.
+        half = sqrt((t(q, n - 1) * sqrt(a))^2 + (z(q) * sqrt(b))^2),   lo, hi = mean -/+ half
+    i.e. the half-widths of the two intervals, the t interval over seeds and the normal interval of
+    the item bootstrap, added in quadrature. The seeds are scored on the same evaluation items, so
+    the item noise is shared by all of them and does not average out over seeds: b enters whole,
+    not divided by n. With b = 0 this is the t interval over seeds; with one seed (a = 0) it is the
+    item interval alone, which misses the seed spread. Each part keeps its own quantile, so the
+    interval never narrows when either source of noise grows (a Welch-Satterthwaite t on a + b
+    would: more item noise raises its degrees of freedom), at the price of erring wide.
+    With one seed and no SE there is no interval: lo = hi = NaN (every comparison with NaN is
+    false, so nothing is decided on it). A non-finite mean gives NaN bounds too.
     """
     v = np.asarray([float(x) for x in values], dtype=float)
     n = len(v)
@@ -128,6 +130,7 @@ def combine(values: Sequence[float], ses: Sequence[float | None], level: float =
         return mean, math.nan, math.nan
     if a + b == 0.0:
         return mean, mean, mean  # identical seeds and no item noise: a point
-    nu = (a + b) ** 2 / (a * a / (n - 1)) if a > 0 else math.inf
-    half = t_quantile(1 - (1 - level) / 2, nu) * math.sqrt(a + b)
+    q = 1 - (1 - level) / 2
+    seed_half = t_quantile(q, n - 1) * math.sqrt(a) if n > 1 else 0.0
+    half = math.hypot(seed_half, _normal_quantile(q) * math.sqrt(b))
     return mean, mean - half, mean + half
