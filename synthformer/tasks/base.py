@@ -25,6 +25,7 @@ from ..errors import InputError
 from ..stats import N_BOOT, bootstrap_ses
 
 Batch = dict  # name -> tensor, as yielded by the batchers of `synthformer.data.batching`
+IGNORE = -100  # cross-entropy target of positions (or items) not predicted
 
 
 class Task:
@@ -35,6 +36,7 @@ class Task:
     data_task = ""  # the task asked of `synthformer.data.load_source`
     main_metric = "loss"  # the metric a comparison table reports
     higher_is_better = False  # direction of `main_metric`
+    decodes = False  # True: the evaluation also decodes a sample of the split (`eval_decode`)
 
     def model_fields(self, tokenizer, splits) -> dict:
         """ModelConfig fields fixed by the data: vocabulary size, special ids (+ num_classes)."""
@@ -49,8 +51,6 @@ class Task:
                 shuffle: bool = True, seed: int = 0, rank: int = 0, world_size: int = 1):
         """A resumable batcher (state_dict / load_state_dict) over encoded examples."""
         raise NotImplementedError
-
-    decodes = False  # True: the evaluation also decodes a sample of the split (`eval_decode`)
 
     def predictions(self, model, batch: Batch, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor, int]:
         """(logits (B, ..., V), targets (B, ...), ignored target id): what the loss compares."""

@@ -16,10 +16,9 @@ import numpy as np
 from ..data import DataError, SequenceBatches, encode_labelled
 from ..errors import ConfigError
 from ..stats import bootstrap_se
-from .base import Task, add_losses, loss_ses
+from .base import IGNORE, Task, add_losses, loss_ses
 
 POOLINGS = ("mean", "cls")  # ModelConfig.pooling values
-IGNORE = -100  # the ignored-target id handed to cross-entropy; no label equals it
 
 
 class ClassifyTask(Task):

@@ -11,10 +11,9 @@ import torch
 
 from ..data.tokenizer import MASK, SPECIALS
 from ..errors import ConfigError
-from .base import loss_ses, perplexity
+from .base import IGNORE, loss_ses, perplexity  # IGNORE: the target of positions not selected
 from .lm import LMTask
 
-IGNORE = -100  # cross-entropy target of positions not selected for prediction
 
 
 class MLMTask(LMTask):
