@@ -19,6 +19,7 @@ from .checkpoint import CKPT_DIR, RunError, latest_checkpoint
 from .data import load_tokenizer
 from .errors import SynthformerError
 from .distributed import Dist
+from .jsonl import read_rows
 from .integrity import atomic_write_json, atomic_write_text, fsync_file, remove_stale_temps
 from .lock import RunLock
 
@@ -66,15 +67,9 @@ def read_metrics(out) -> list[dict]:
         warnings.warn(f"{file}: dropping an unfinished last line (the run was interrupted)", stacklevel=2)
         lines = lines[:-1]
     rows = []
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise RunError(f"{file}: line {i} is not JSON ({e}); fix or delete that line") from None
-        if not (isinstance(row, dict) and isinstance(row.get("step"), int) and isinstance(row.get("split"), str)):
-            raise RunError(f"{file}: line {i} is not a metrics row (needs integer \"step\" and \"split\"); "
+    for i, row in read_rows("\n".join(lines), file, RunError, "fix or delete that line", ("step", "split")):
+        if not (isinstance(row["step"], int) and isinstance(row["split"], str)):
+            raise RunError(f"{file}:{i}: not a metrics row (needs integer \"step\" and string \"split\"); "
                            "fix or delete that line")
         rows.append(row)
     return rows

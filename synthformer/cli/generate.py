@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 from ..overrides import UsageError
 from ._runs import device_of, load_run
@@ -30,7 +31,8 @@ def decoding_options(args) -> dict:
     """The decoding keywords of `model.generate`, each checked as a user option."""
     checks = [("max-new-tokens", args.max_new_tokens >= 0, ">= 0"), ("num-beams", args.num_beams >= 1, ">= 1"),
               ("top-k", args.top_k >= 0, ">= 0 (0 = all)"), ("top-p", 0 < args.top_p <= 1, "in (0, 1]"),
-              ("temperature", args.temperature > 0, "> 0")]
+              ("temperature", 0 < args.temperature < math.inf, "> 0 and finite"),
+              ("length-penalty", math.isfinite(args.length_penalty), "a finite number")]
     for name, ok, rule in checks:
         if not ok:
             raise UsageError(f"--{name}={getattr(args, name.replace('-', '_'))} must be {rule}")
