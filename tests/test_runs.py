@@ -161,7 +161,7 @@ def _damage(run: Path, name: str) -> None:
     ("state.pt", ["state.pt", "unreadable training state"]),
     ("latest.json", ["latest.json", "not a valid checkpoint pointer"]),
     ("tokenizer.json", ["tokenizer.json", "tokenizer ("]),
-    ("metrics.jsonl", ["metrics.jsonl", "line 2"]),
+    ("metrics.jsonl", ["metrics.jsonl:2: not a JSON object"]),
     ("config.json", ["trained by 2 process(es)", "world size"]),
 ])
 def test_damaged_run_files_are_one_line_errors_on_resume(stopped, tmp_path, name, needles):
