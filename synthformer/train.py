@@ -46,10 +46,9 @@ from .data.tokenizer import TOKENIZERS
 from .distributed import Dist, barrier, gather, setup_distributed
 from .errors import ConfigError
 from .evaluation import evaluate
-from .integrity import atomic_write_json
 from .model import PRESETS, ModelConfig, build_model, count_parameters, load
-from .runs import (DONE, RUN_CONFIG, MetricsLogger, check_folder, load_run_tokenizer, open_run, read_run_config,
-                   run_model_folder, write_start)
+from .runs import (RUN_CONFIG, MetricsLogger, check_folder, load_run_tokenizer, open_run, read_run_config,
+                   run_model_folder, write_done, write_start)
 from .optim import param_groups
 from .task_data import TaskData, prepare_data, resolve_model_config, resolve_seq_len
 from .tasks import TASKS
@@ -519,7 +518,7 @@ def _finish(loop: _Loop, params: int, wall0: float) -> dict:
               "model": p.model_cfg.to_dict(), "train": cfg.to_dict(), "out": str(loop.out)}
     if d.main:
         p.model.save(loop.out / "model")
-        atomic_write_json(loop.out / DONE, result)
+        write_done(loop.out, result)  # with the run manifest over every file
         main_metric = p.data.task.main_metric
         loop.say(f"done: {loop.out} ({_fmt({'valid_' + main_metric: (loop.last_valid or {}).get(main_metric)})})")
     barrier(d)

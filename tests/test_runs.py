@@ -15,7 +15,9 @@ import pytest
 
 from conftest import one_line_error, run_cli
 from synthformer.checkpoint import RunError
+from synthformer.integrity import write_manifest
 from synthformer.lock import LOCK_FILE, RunLock, RunLockedError
+from synthformer.runs import UNFINISHED
 from synthformer.train import TrainConfig, train
 
 SIZES = ["--batch_size", "4", "--seq_len", "16", "--vocab_size", "280", "--eval_every", "0", "--eval_batches", "1",
@@ -165,10 +167,21 @@ def _damage(run: Path, name: str) -> None:
     ("config.json", ["trained by 2 process(es)", "world size"]),
 ])
 def test_damaged_run_files_are_one_line_errors_on_resume(stopped, tmp_path, name, needles):
+    """Past the manifests (rewritten after the damage, as a careless hand edit would not): the readers'
+    own checks still give one line."""
     run = copy(stopped, tmp_path)
     _damage(run, name)
-    code, _, err = main("train", "--resume", "--out", run)
+    write_manifest(run, skip=UNFINISHED)
+    code, _, err = main("train", "--resume", "--out", run, "--trust-unverified")
     one_line_error(code, err, *needles)
+
+
+@pytest.mark.parametrize("name", ["tokenizer.json", "config.json"])
+def test_a_hand_edited_run_file_is_caught_by_the_run_manifest(stopped, tmp_path, name):
+    run = copy(stopped, tmp_path)
+    _damage(run, name)
+    code, _, err = main("train", "--resume", "--out", run, "--trust-unverified")  # trusting does not skip a mismatch
+    one_line_error(code, err, str(run / name), "differ from manifest.json")
 
 
 @pytest.mark.parametrize("content", ["{not json", '{"model": 3}', "[]"])

@@ -5,7 +5,7 @@ import json
 import sys
 
 from ..overrides import UsageError, make_train_config, parse_overrides
-from ._runs import device_of, load_run, plain
+from ._runs import add_trust_option, device_of, load_run, plain
 
 NAME = "eval"
 HELP = "evaluate a run's model on its data (valid or test split)"
@@ -16,13 +16,14 @@ def add_parser(sub):
     p.add_argument("--run", required=True, help="run folder (the --out of train)")
     p.add_argument("--split", default="valid", choices=["valid", "test", "train"], help="(default: %(default)s)")
     p.add_argument("--max-batches", type=int, default=0, help="batches to evaluate; 0 = the whole split (default: 0)")
+    add_trust_option(p)
     return p
 
 
 def run(args, rest: list[str]) -> int:
     import torch
 
-    from ..model import load
+    from ..runs import load_model
     from ..train import evaluate, prepare_data
 
     stored, model_dir, tokenizer = load_run(args.run)
@@ -34,7 +35,7 @@ def run(args, rest: list[str]) -> int:
     cfg = make_train_config({**stored["train"], **train_over, "resume": False})
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    model = load(model_dir, device=device_of(cfg.device))
+    model = load_model(model_dir, device=device_of(cfg.device))
     data = prepare_data(cfg, cfg.seq_len or model.config.max_seq_len, tokenizer,
                         log=lambda m: print(m, file=sys.stderr), pooling=model.config.pooling)
     if args.split not in data.encoded:

@@ -5,7 +5,7 @@ import json
 import math
 
 from ..overrides import UsageError
-from ._runs import device_of, load_run
+from ._runs import add_trust_option, device_of, load_run
 
 NAME = "generate"
 HELP = "continue a prompt (lm), translate/answer it (seq2seq), or label it (classify)"
@@ -24,6 +24,7 @@ def add_parser(sub):
     p.add_argument("--length-penalty", "--length_penalty", type=float, default=1.0, help="beam (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N | mps (default: %(default)s)")
+    add_trust_option(p)
     return p
 
 
@@ -47,13 +48,13 @@ def decoding_options(args) -> dict:
 def run(args, rest: list[str]) -> int:
     import torch
 
-    from ..model import load
+    from ..runs import load_model
 
     if rest:
         raise UsageError(f"unexpected arguments {rest}; see `synthformer generate --help`")
     options = decoding_options(args)
     _, model_dir, tok = load_run(args.run)
-    model = load(model_dir, device=device_of(args.device))
+    model = load_model(model_dir, device=device_of(args.device))
     cfg = model.config
     device = next(model.parameters()).device
     torch.manual_seed(args.seed)

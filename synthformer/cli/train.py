@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..overrides import UsageError, field_help, make_model_config, make_train_config, parse_overrides
 from ..runs import read_run_config
-from ._runs import plain
+from ._runs import add_trust_option, plain
 
 NAME = "train"
 HELP = "train one model (any task); options are TrainConfig/ModelConfig fields"
@@ -18,6 +18,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        epilog=field_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", help="YAML file of overrides, read before the command line (configs/*.yaml)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    add_trust_option(p)
     return p
 
 
