@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -153,6 +154,33 @@ def load_model(folder, device: str = "cpu"):
 
 
 # ----------------------------------------------------------------------------- opening for training
+def check_out(out, option: str = "--out") -> list[Path]:
+    """The folders that writing to ``out`` would create (deepest first), after checking that the nearest
+    existing one is a writable folder: one RunError naming the path otherwise."""
+    out = Path(out)
+    created = [p for p in (out, *out.parents) if not p.exists()]
+    where = created[-1].parent if created else out
+    if not where.is_dir():
+        raise RunError(f"{option} {out}: {where} is a file, not a folder; choose another {option}")
+    try:  # what the OS says, for root and read-only mounts too: make (and remove) a folder there
+        os.rmdir(tempfile.mkdtemp(prefix=f".probe.tmp-{os.getpid()}-", dir=where))
+    except OSError as e:
+        raise RunError(f"{option} {out}: cannot write in {where} ({e.strerror or type(e).__name__}); choose a "
+                       f"writable {option}") from None
+    return created
+
+
+def make_out_folder(out, option: str = "--out") -> list[Path]:
+    """Create the output folder ``out`` (and its parents) after `check_out`; the folders it created."""
+    created = check_out(out, option)
+    try:
+        Path(out).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RunError(f"{option} {out}: cannot write there ({e.strerror or type(e).__name__}); choose a "
+                       f"writable {option}") from None
+    return created
+
+
 @contextlib.contextmanager
 def open_run(out: Path, d: Dist):
     """Rank 0 holds the run folder's lock for the whole run (one writer per folder) and clears the
@@ -161,8 +189,7 @@ def open_run(out: Path, d: Dist):
     if not d.main:
         yield
         return
-    created = [p for p in (out, *out.parents) if not p.exists()]
-    out.mkdir(parents=True, exist_ok=True)
+    created = make_out_folder(out)
     ok = False
     try:
         with RunLock(out):

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import one_line_error, run_cli
 from synthformer.checkpoint import RunError
+from synthformer.errors import SynthformerError
 from synthformer.integrity import write_manifest
 from synthformer.lock import LOCK_FILE, RunLock, RunLockedError
 from synthformer.runs import UNFINISHED
@@ -200,3 +201,76 @@ def test_a_metrics_row_cut_short_by_a_kill_is_dropped_on_resume(stopped, tmp_pat
     assert code == 0, err[-2000:]
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows if r["split"] == "train"] == [1, 2, 3]
+
+
+# ----------------------------------------------------------------------------- one line per class (issue 21)
+@pytest.mark.parametrize("where", ["under-a-file", "unwritable"])
+def test_train_and_export_refuse_an_out_they_cannot_write_in_one_line(text, stopped, tmp_path, where):
+    (tmp_path / "notes.txt").write_text("mine")
+    out = tmp_path / "notes.txt" / "run" if where == "under-a-file" else Path("/proc/synthformer-test/run")
+    needle = "is a file, not a folder" if where == "under-a-file" else "writ"
+    one_line_error(*main("train", "--data", text, "--out", out, "--steps", "1", *SIZES)[::2], str(out), needle)
+    one_line_error(*main("export", "hf", "--run", stopped, "--out", out)[::2], str(out), needle)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def _sizes(**changed) -> list[str]:
+    args = list(SIZES)
+    for k, v in changed.items():
+        args[args.index(f"--{k}") + 1] = str(v)
+    return args
+
+
+@pytest.mark.parametrize("changed,needles", [
+    ({"vocab_size": 200}, ["vocab_size=200", ">= 262"]),
+    ({"batch_size": 5000}, ["too few for batch_size=5000"]),
+])
+def test_sizes_that_do_not_fit_are_one_line_errors_and_leave_nothing(text, tmp_path, changed, needles):
+    out = tmp_path / "run"
+    one_line_error(*main("train", "--data", text, "--out", out, "--steps", "1", *_sizes(**changed))[::2], *needles)
+    assert not out.exists()
+
+
+def test_eval_refuses_options_that_contradict_the_run(stopped):
+    one_line_error(*main("eval", "--run", stopped, "--task", "mlm")[::2], "trained with task=lm", "cannot change task")
+    one_line_error(*main("eval", "--run", stopped, "--seq_len", "64")[::2], "--seq_len=64", "max_seq_len=32")
+
+
+def test_train_precheck_uses_the_tasks_model_kind(text, tmp_path):
+    code, _, err = main("train", "--task", "mlm", "--attention", "linformer", "--data", text, "--out", tmp_path / "m",
+                        "--steps", "1", *SIZES)
+    assert code == 0, err[-2000:]
+    one_line_error(*main("train", "--attention", "linformer", "--data", text, "--out", tmp_path / "l", "--steps", "1",
+                         *SIZES)[::2], "linformer")
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe{", b'{"step": 2, "path": "step-00000002"'])
+def test_a_damaged_latest_json_is_one_line(stopped, tmp_path, content):
+    run = copy(stopped, tmp_path)
+    (run / "checkpoints" / "latest.json").write_bytes(content)
+    for args in (("eval", "--run", run), ("generate", "--run", run, "x"), ("train", "--resume", "--out", run)):
+        one_line_error(*main(*args)[::2], "latest.json", "not a valid checkpoint pointer")
+
+
+def test_a_damaged_done_json_is_one_line(stopped, tmp_path):
+    from synthformer.runs import read_done
+
+    run = copy(stopped, tmp_path)
+    assert main("train", "--resume", "--out", run)[0] == 0
+    assert read_done(run)["step"] == 3
+    (run / "done.json").write_bytes(b"\xff\xfe")
+    with pytest.raises(SynthformerError, match="done.json: contents differ from manifest.json"):
+        read_done(run)
+    write_manifest(run, skip={LOCK_FILE})
+    with pytest.raises(RunError, match=r"done.json: unreadable \(UnicodeDecodeError\)"):
+        read_done(run)
+
+
+def test_a_changed_seed_on_resume_is_one_line(stopped, tmp_path):
+    run = copy(stopped, tmp_path)
+    one_line_error(*main("train", "--resume", "--out", run, "--seed", "5")[::2], "cannot change seed")
+    stored = json.loads((run / "config.json").read_text())  # edited by hand, the manifest rewritten to match
+    stored["train"]["seed"] = 5
+    (run / "config.json").write_text(json.dumps(stored))
+    write_manifest(run, skip=UNFINISHED)
+    one_line_error(*main("train", "--resume", "--out", run)[::2], "cannot resume LMBatches")

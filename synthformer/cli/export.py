@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from ..integrity import trust_unverified
+from ..runs import check_out
 from ._runs import add_trust_option
 from .delegate import add_delegated_parser
 
@@ -27,5 +28,6 @@ def run(args, rest: list[str]) -> int:
     formats = parser.add_subparsers(dest="format", required=True, metavar="FORMAT")
     add_trust_option(add_hf(formats))
     ns = parser.parse_args(rest)
+    check_out(ns.out)  # a parent that is a file, or an unwritable place: one line before any work
     with trust_unverified(ns.trust_unverified):
         return int(ns.func(ns) or 0)

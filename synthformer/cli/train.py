@@ -23,6 +23,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args, rest: list[str]) -> int:
+    from ..tasks import TASKS
     from ..train import RESUME_FREE, train
 
     train_over, model_over = parse_overrides(rest, args.config)
@@ -43,7 +44,8 @@ def run(args, rest: list[str]) -> int:
         result = train(cfg)
     else:
         cfg = make_train_config(train_over)
-        make_model_config(cfg.preset, model_over)  # a bad model option fails before any data is read
+        kind = TASKS[cfg.task].model_kind  # the task's model kind: linformer is fine in an mlm encoder
+        make_model_config(cfg.preset, {"kind": kind, **model_over})  # a bad model option fails before any data is read
         result = train(cfg, model_over)
     if "stopped_at" not in result and result.get("rank", 0) == 0:  # one summary line, from rank 0
         print(json.dumps({"out": result["out"], "step": result["step"], "valid": plain(result["valid"]),
