@@ -263,3 +263,46 @@ def test_stale_temporary_files_are_removed_at_the_next_save_but_not_a_live_write
     (out / "model" / f".save.tmp-{dead}-abc").mkdir()
     model.save(out / "model")
     assert sorted(p.name for p in (out / "model").iterdir()) == ["config.json", "manifest.json", "model.safetensors"]
+
+
+# ----------------------------------------------------------------------------- a concurrent writer
+WRITER = """
+import sys, time, torch
+from pathlib import Path
+from synthformer.checkpoint import save_checkpoint
+from synthformer.model import ModelConfig, build_model
+out = Path(sys.argv[1])
+torch.manual_seed(0)
+model = build_model(ModelConfig.preset("tiny", embed_dim=32, num_layers=1, ffn_dim=64, vocab_size=50, max_seq_len=16))
+opt = torch.optim.AdamW(model.parameters())
+step, end = 0, time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:  # a new checkpoint every step, the previous one removed (keep=1)
+    step += 1
+    save_checkpoint(out, step, model, opt, [{}], {"tokens": step}, keep=1)
+    print(step, flush=True)
+"""
+
+
+def test_loads_while_another_process_rotates_checkpoints_every_step(tmp_path):
+    """A reader (as eval and generate read: the latest checkpoint, then its files) never fails while a
+    second process writes a checkpoint and deletes the previous one as fast as it can."""
+    from synthformer.runs import load_model, run_model_folder
+
+    out = tmp_path / "run"
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(out), "4"], stdout=subprocess.PIPE, text=True)
+    try:
+        while not (out / "checkpoints" / "latest.json").exists():
+            assert writer.poll() is None, "the writer died"
+        loads, seen = 0, set()
+        while writer.poll() is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                folder, finished = run_model_folder(out)
+                model = load_model(folder)
+            assert not finished and model.config.vocab_size == 50
+            loads += 1
+            seen.add(folder.name)
+    finally:
+        writer.kill()
+    steps = writer.stdout.read().split()
+    assert writer.wait() in (0, -9) and len(steps) > 20 and loads > 20 and len(seen) > 5, (len(steps), loads, len(seen))
