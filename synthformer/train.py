@@ -46,6 +46,7 @@ from .data.tokenizer import TOKENIZERS
 from .distributed import Dist, barrier, gather, setup_distributed
 from .errors import ConfigError
 from .evaluation import evaluate
+from .memory import check_training_memory
 from .model import PRESETS, ModelConfig, build_model, count_parameters, load
 from .runs import (RUN_CONFIG, MetricsLogger, check_folder, load_run_tokenizer, open_run, read_run_config,
                    run_model_folder, write_done, write_start)
@@ -237,6 +238,8 @@ class Parts:
 
 def _build(cfg: TrainConfig, model_cfg: ModelConfig, data: TaskData, d: Dist, device: torch.device) -> Parts:
     """Model, optimizer, batches and generators; seeded the same way on every rank."""
+    if device.type == "cpu":  # weights, gradients, AdamW state and activations must fit (one line, nothing written)
+        check_training_memory(model_cfg, cfg.batch_size, data.seq_len)
     torch.manual_seed(cfg.seed)  # the same initial weights for every variant and every rank
     model = build_model(model_cfg).to(device)
     groups = param_groups(model, cfg.weight_decay, cfg.table_lr_mult, cfg.table_weight_decay, cfg.position_lr_mult)

@@ -274,3 +274,34 @@ def test_a_changed_seed_on_resume_is_one_line(stopped, tmp_path):
     (run / "config.json").write_text(json.dumps(stored))
     write_manifest(run, skip=UNFINISHED)
     one_line_error(*main("train", "--resume", "--out", run)[::2], "cannot resume LMBatches")
+
+
+# ----------------------------------------------------------------------------- memory
+MEMORY_CHILD = """
+import resource, sys
+sys.path.insert(0, sys.argv[1])
+from conftest import run_cli
+from synthformer.memory import _mapped_bytes
+from synthformer.model import ModelConfig
+from synthformer.model.config import estimate_parameter_bytes
+import synthformer.train, synthformer.data  # mapped before the limit is set
+params = estimate_parameter_bytes(ModelConfig.preset("tiny", embed_dim=1024, ffn_dim=4096, num_layers=4, num_heads=4,
+                                                     vocab_size=280, max_seq_len=32))
+limit = _mapped_bytes() + 2 * params  # room for the weights (the parameter check passes), not for training
+resource.setrlimit(resource.RLIMIT_AS, (limit, resource.RLIM_INFINITY))
+code, out, err = run_cli("train", *sys.argv[2:])
+print(code, err.strip().splitlines()[-1] if err.strip() else "")
+"""
+
+
+def test_training_that_cannot_fit_the_process_limit_is_refused_before_anything_is_written(text, tmp_path):
+    """A real address-space limit (ulimit -v) with room for the parameters but not for gradients and
+    AdamW state: one line naming the limit, and no run folder left."""
+    out = tmp_path / "big"
+    args = ["--data", text, "--out", out, "--steps", "1", *_sizes(embed_dim=1024, ffn_dim=4096, num_layers=4)]
+    proc = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(Path(__file__).parent), *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
+    last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-2000:]
+    assert last.startswith("2 synthformer: error: training this model needs about"), last
+    assert "ulimit -v" in last and "x4 with gradients and AdamW state" in last
+    assert not out.exists()
