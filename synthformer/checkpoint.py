@@ -30,12 +30,13 @@ class RunError(SynthformerError):
 CKPT_DIR, LATEST, STATE = "checkpoints", "latest.json", "state.pt"
 
 
-def rank_state(device: torch.device, batcher, mask_generator: torch.Generator) -> dict:
-    """What one rank needs to continue exactly: its RNGs and its data position."""
+def rank_state(device: torch.device, batcher, mask_generator: torch.Generator, window=(0.0, 0)) -> dict:
+    """What one rank needs to continue exactly: its RNGs, its data position and its open logging window
+    (sum of the losses since the last train row, their count)."""
     return {"torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
             "python": random.getstate(), "mask_generator": mask_generator.get_state(),
-            "data": batcher.state_dict()}
+            "data": batcher.state_dict(), "window": [float(window[0]), int(window[1])]}
 
 
 def save_checkpoint(out: Path, step: int, model, optimizer, rank_states: list, counters: dict, keep: int) -> Path:

@@ -354,11 +354,12 @@ def _reopen(cfg: TrainConfig, stored: dict, data: TaskData | None, out: Path, d:
     return parts
 
 
-def _restore(parts: Parts, out: Path, d: Dist, device: torch.device, say) -> tuple[int, dict]:
-    """Weights, optimizer, RNGs and data position from the latest checkpoint (verified first)."""
+def _restore(parts: Parts, out: Path, d: Dist, device: torch.device, say) -> tuple[int, dict, tuple]:
+    """Weights, optimizer, RNGs, data position and the open logging window (loss sum, steps) from the
+    latest checkpoint (verified first)."""
     ckpt = latest_checkpoint(out)
     if ckpt is None:
-        return 0, _new_counters()
+        return 0, _new_counters(), (0.0, 0)
     parts.model.load_state_dict(load(ckpt).state_dict())  # load() checks every file against the manifest
     state = load_state(ckpt, d.world_size)
     parts.optimizer.load_state_dict(state["optimizer"])
@@ -370,7 +371,7 @@ def _restore(parts: Parts, out: Path, d: Dist, device: torch.device, say) -> tup
     random.setstate(mine["python"])
     parts.mask_generator.set_state(mine["mask_generator"])
     say(f"resumed {out} at step {state['step']} from {ckpt.name}")
-    return state["step"], dict(state["counters"])
+    return state["step"], dict(state["counters"]), tuple(mine.get("window", (0.0, 0)))
 
 
 def _new_counters() -> dict:
@@ -480,7 +481,8 @@ def _evaluate_and_checkpoint(loop: _Loop, stopping: bool) -> None:
         barrier(d)
     if (cfg.checkpoint_every and step % cfg.checkpoint_every == 0) or step == cfg.steps or stopping:
         p = loop.parts
-        rank_states = gather(d, rank_state(loop.device, p.batcher, p.mask_generator))
+        rank_states = gather(d, rank_state(loop.device, p.batcher, p.mask_generator,
+                                                  (loop.window_loss, loop.window_n)))
         if d.main:
             save_checkpoint(loop.out, step, p.model, p.optimizer, rank_states, loop.counters, cfg.keep_checkpoints)
         barrier(d)
@@ -552,7 +554,7 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
             parts = _start(cfg, dict(model_overrides or {}), data, out, d, device, say)
         else:
             parts = _reopen(cfg, stored, data, out, d, device, say)
-        step, counters = _restore(parts, out, d, device, say) if cfg.resume else (0, _new_counters())
+        step, counters, window = _restore(parts, out, d, device, say) if cfg.resume else (0, _new_counters(), (0.0, 0))
         params = count_parameters(parts.model)
         ddp = parts.model
         if d.world_size > 1:
@@ -562,7 +564,8 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
         mc = parts.model_cfg
         say(f"run {out}: {cfg.task} on {cfg.data}, {mc.kind} attention={mc.attention}, {params:,} parameters, "
             f"{cfg.steps} steps x {cfg.batch_size * d.world_size} sequences, device {device}, world size {d.world_size}")
-        loop = _Loop(cfg, parts, ddp, d, device, out, logger, say, label or cfg.task, step, counters, first_step=step)
+        loop = _Loop(cfg, parts, ddp, d, device, out, logger, say, label or cfg.task, step, counters, first_step=step,
+                     window_loss=float(window[0]), window_n=int(window[1]))
         try:
             _run_loop(loop)
             if loop.step < cfg.steps:

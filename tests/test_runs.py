@@ -305,3 +305,18 @@ def test_training_that_cannot_fit_the_process_limit_is_refused_before_anything_i
     assert last.startswith("2 synthformer: error: training this model needs about"), last
     assert "ulimit -v" in last and "x4 with gradients and AdamW state" in last
     assert not out.exists()
+
+
+# ----------------------------------------------------------------------------- resume mid logging window
+def test_train_rows_after_a_resume_mid_window_equal_the_uninterrupted_runs(text, tmp_path):
+    args = ["--data", text, "--steps", "6", "--log_every", "4", "--checkpoint_every", "1", *SIZES]
+    assert main("train", *args, "--out", tmp_path / "full")[0] == 0
+    assert main("train", *args, "--out", tmp_path / "cut", "--stop_after", "3")[0] == 0  # inside the window 1..4
+    code, _, err = main("train", "--resume", "--out", tmp_path / "cut")
+    assert code == 0, err[-2000:]
+
+    def train_rows(run):
+        rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+        return [(r["step"], r["loss"]) for r in rows if r["split"] == "train"]
+
+    assert train_rows(tmp_path / "cut") == train_rows(tmp_path / "full") and len(train_rows(tmp_path / "full")) == 2
