@@ -206,8 +206,8 @@ class BPETokenizer(Tokenizer):
 
         floor = len(SPECIALS) + 256
         if vocab_size < floor:
-            raise DataError(f"vocab_size={vocab_size} is too small for the byte-level BPE tokenizer: it needs >= "
-                            f"{floor} (specials + 256 bytes); raise vocab_size or use tokenizer=char")
+            raise DataError(f"byte-level BPE needs vocab_size >= {floor} (specials + 256 bytes), got vocab_size="
+                            f"{vocab_size}; raise vocab_size or use tokenizer=char")
         hf = HFTokenizer(models.BPE())
         hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         hf.decoder = decoders.ByteLevel()
