@@ -6,8 +6,9 @@ in ``model.safetensors`` or ``state.pt`` (whose zip CRC torch never checks) is o
 file instead of a silently wrong model or a resume that dies later with "loss became nan".
 
 A run folder has one too, over its own files (config.json, the tokenizer's files, done.json and
-metrics.jsonl once finished; see ``synthformer.runs``). Every file of a verified folder must be listed
-(a file added after saving is an error too). A folder without ``manifest.json`` (saved by an older
+metrics.jsonl once finished; see ``synthformer.runs``), and there every file must be listed (a file
+added after training, e.g. a tokenizer side file, is an error too); a model or checkpoint folder is
+read by the names its manifest lists. A folder without ``manifest.json`` (saved by an older
 synthformer, or the manifest deleted) or with an empty one is an error, unless the caller opted in
 with ``trust_unverified()`` (the CLI's ``--trust-unverified``): it then loads with a
 ``MissingManifestWarning``; saving again adds a manifest.
@@ -176,11 +177,12 @@ def _unverified(folder: Path, why: str) -> bool:
                           f"the manifest was removed); save it again, or pass {TRUST_FLAG} to use it anyway")
 
 
-def verify_manifest(folder: Path, skip: frozenset | set | tuple = ()) -> bool:
-    """Check ``folder`` against its ``manifest.json``: every listed file present and unchanged, and
-    every file of the folder listed (names in ``skip`` are neither checked nor required). One
-    CheckpointError naming the first file that differs. A missing or empty manifest is an error too,
-    unless under ``trust_unverified()`` (then a warning, and False is returned)."""
+def verify_manifest(folder: Path, skip: frozenset | set | tuple = (), every_file: bool = False) -> bool:
+    """Check ``folder`` against its ``manifest.json``: every listed file present and unchanged, and with
+    ``every_file`` (a run folder, whose readers look for files by name) every file of the folder listed;
+    names in ``skip`` are neither checked nor required. One CheckpointError naming the first file that
+    differs. A missing or empty manifest is an error too, unless under ``trust_unverified()`` (then a
+    warning, and False is returned)."""
     folder = Path(folder)
     file = folder / MANIFEST
     if not file.is_file():
@@ -206,7 +208,7 @@ def verify_manifest(folder: Path, skip: frozenset | set | tuple = ()) -> bool:
         if path.stat().st_size != size or sha256_file(path) != digest:
             raise CheckpointError(f"{path}: contents differ from {MANIFEST} (SHA-256 mismatch): the file is "
                                   "corrupted or was changed after saving; restore it or use another checkpoint")
-    extra = [p for p in _listed(folder, skip) if p.name not in files]
+    extra = [p for p in _listed(folder, skip) if p.name not in files] if every_file else []
     if extra:
         raise CheckpointError(f"{extra[0]}: not covered by {file} (added after saving); remove it, or restore "
                               "the folder from a backup")

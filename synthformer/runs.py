@@ -61,7 +61,7 @@ def verify_run(out) -> bool:
     naming the first file that differs. False (with a warning) for an unverified folder under
     ``trust_unverified()``."""
     out = Path(out)
-    return verify_manifest(out, skip={LOCK_FILE} if (out / DONE).exists() else UNFINISHED)
+    return verify_manifest(out, skip={LOCK_FILE} if (out / DONE).exists() else UNFINISHED, every_file=True)
 
 
 def write_done(out: Path, result: dict) -> None:
