@@ -320,3 +320,9 @@ def test_train_rows_after_a_resume_mid_window_equal_the_uninterrupted_runs(text,
         return [(r["step"], r["loss"]) for r in rows if r["split"] == "train"]
 
     assert train_rows(tmp_path / "cut") == train_rows(tmp_path / "full") and len(train_rows(tmp_path / "full")) == 2
+
+
+@pytest.mark.parametrize("args,needle", [(["--temperature", "inf"], "--temperature=inf must be > 0 and finite"),
+                                         (["--length-penalty", "nan"], "--length-penalty=nan must be a finite number")])
+def test_generate_refuses_non_finite_decoding_options(stopped, args, needle):
+    one_line_error(*main("generate", "--run", stopped, "the", *args)[::2], needle)
