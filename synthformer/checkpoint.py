@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -29,12 +30,13 @@ class RunError(SynthformerError):
 CKPT_DIR, LATEST, STATE = "checkpoints", "latest.json", "state.pt"
 
 
-def rank_state(device: torch.device, batcher, mask_generator: torch.Generator) -> dict:
-    """What one rank needs to continue exactly: its RNGs and its data position."""
+def rank_state(device: torch.device, batcher, mask_generator: torch.Generator, window=(0.0, 0)) -> dict:
+    """What one rank needs to continue exactly: its RNGs, its data position and its open logging window
+    (sum of the losses since the last train row, their count)."""
     return {"torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
             "python": random.getstate(), "mask_generator": mask_generator.get_state(),
-            "data": batcher.state_dict()}
+            "data": batcher.state_dict(), "window": [float(window[0]), int(window[1])]}
 
 
 def save_checkpoint(out: Path, step: int, model, optimizer, rank_states: list, counters: dict, keep: int) -> Path:
@@ -61,21 +63,58 @@ def save_checkpoint(out: Path, step: int, model, optimizer, rank_states: list, c
     return final
 
 
+_STEP_NAME = re.compile(r"step-(\d+)")
+ROTATION_RETRIES = 50  # re-reads of latest.json when a concurrent writer moved it on (each a new checkpoint)
+
+
+def _pointed(pointer: Path) -> str:
+    """The checkpoint folder name in latest.json: ``step-N``, checked (one RunError otherwise)."""
+    try:
+        meta = json.loads(pointer.read_text())
+        name = meta["path"]
+        m = _STEP_NAME.fullmatch(name)
+        assert m and meta.get("step", int(m.group(1))) == int(m.group(1))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AssertionError):
+        raise RunError(f"{pointer}: not a valid checkpoint pointer (corrupted); write "
+                       '{"path": "step-N"} naming a folder of checkpoints/, or delete it to restart the run') from None
+    return name
+
+
 def latest_checkpoint(out: Path) -> Path | None:
-    """The folder named by checkpoints/latest.json, or None when the run has no checkpoint yet."""
+    """The folder named by checkpoints/latest.json, or None when the run has no checkpoint yet. The
+    folder must be a real folder inside the run's checkpoints/ (not a link elsewhere). A folder
+    removed by a concurrent writer's rotation is followed to the new latest one."""
     pointer = Path(out) / CKPT_DIR / LATEST
     if not pointer.exists():
         return None
-    try:
-        name = json.loads(pointer.read_text())["path"]
-        assert isinstance(name, str) and name and Path(name).name == name
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AssertionError):
-        raise RunError(f"{pointer}: not a valid checkpoint pointer (corrupted); write "
-                       '{"path": "step-N"} naming a folder of checkpoints/, or delete it to restart the run') from None
-    folder = pointer.parent / name
-    if not (folder / STATE).exists():
-        raise RunError(f"{pointer} names {folder}, which is incomplete; delete {pointer} to restart the run")
-    return folder
+    for _ in range(ROTATION_RETRIES):
+        name = _pointed(pointer)
+        folder = pointer.parent / name
+        if folder.is_symlink() or (folder.exists() and folder.resolve().parent != pointer.parent.resolve()):
+            raise RunError(f"{pointer} names {folder}, which is a link out of {pointer.parent}; a checkpoint of "
+                           "this run must be a folder inside it (delete latest.json to restart the run)")
+        if (folder / STATE).is_file():
+            return folder
+        if _pointed(pointer) == name:  # not rotated meanwhile: the folder itself is incomplete
+            raise RunError(f"{pointer} names {folder}, which is incomplete; delete {pointer} to restart the run")
+    raise RunError(f"{pointer} changed {ROTATION_RETRIES} times while being read; is another run writing it?")
+
+
+def read_latest(out: Path, read):
+    """(folder, ``read(folder)``) of the latest checkpoint of run ``out``; when a concurrent writer
+    rotates that folder away during ``read`` (its files vanish mid-read), the new latest one is read
+    instead, so a reader never reports a complete checkpoint as missing or incomplete."""
+    for _ in range(ROTATION_RETRIES):
+        folder = latest_checkpoint(out)
+        if folder is None:
+            raise RunError(f"{out} has no checkpoint (no {CKPT_DIR}/{LATEST}); train it first")
+        try:
+            return folder, read(folder)
+        except (SynthformerError, OSError):
+            if _pointed(folder.parent / LATEST) == folder.name:
+                raise  # not a rotation: the checkpoint itself is damaged
+    raise RunError(f"{Path(out) / CKPT_DIR / LATEST} changed {ROTATION_RETRIES} times while being read; is "
+                   "another run writing it?")
 
 
 def load_state(ckpt: Path, world_size: int) -> dict:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import tempfile
 import time
@@ -95,7 +94,7 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     """
     from .checkpoint import RunError
     from .model import ModelConfig
-    from .runs import load_run_tokenizer
+    from .runs import load_run_tokenizer, read_done
     from .train import TrainConfig, prepare_data, resolve_seq_len, train
 
     names = [variant_name(v) for v in variants]  # unknown names fail here, before any work
@@ -125,7 +124,7 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
             run = run_folder(out, name, seed, seeds)
             cfg = dataclasses.replace(base, out=str(run), seed=seed)
             if (run / "done.json").exists():
-                result = json.loads((run / "done.json").read_text())
+                result = read_done(run)  # verified against the run manifest; one line when damaged
                 log(f"{tag}: finished earlier, reusing {run}")
             else:
                 resume = (run / "config.json").exists()

@@ -5,8 +5,13 @@ last: the SHA-256 and size of every other file in the folder. Loading verifies i
 in ``model.safetensors`` or ``state.pt`` (whose zip CRC torch never checks) is one error naming the
 file instead of a silently wrong model or a resume that dies later with "loss became nan".
 
-Folders saved before manifests existed (no ``manifest.json``) still load, with a warning
-(``MissingManifestWarning``); saving again adds one.
+A run folder has one too, over its own files (config.json, the tokenizer's files, done.json and
+metrics.jsonl once finished; see ``synthformer.runs``), and there every file must be listed (a file
+added after training, e.g. a tokenizer side file, is an error too); a model or checkpoint folder is
+read by the names its manifest lists. A folder without ``manifest.json`` (saved by an older
+synthformer, or the manifest deleted) or with an empty one is an error, unless the caller opted in
+with ``trust_unverified()`` (the CLI's ``--trust-unverified``): it then loads with a
+``MissingManifestWarning``; saving again adds a manifest.
 
 Files are written to a temporary name, fsynced, renamed into place, and the folder is fsynced after
 the rename, so a power cut leaves the old file or the new one. Temporary names carry the writer's
@@ -14,6 +19,8 @@ pid (``.NAME.tmp-PID...``), so leftovers of killed writers can be told from thos
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import os
@@ -34,7 +41,22 @@ class CheckpointError(SynthformerError):
 
 
 class MissingManifestWarning(UserWarning):
-    """A checkpoint folder without manifest.json (saved by an older synthformer): not verified."""
+    """A folder without a usable manifest.json, loaded unverified under ``trust_unverified()``."""
+
+
+_TRUST = contextvars.ContextVar("synthformer_trust_unverified", default=False)
+TRUST_FLAG = "--trust-unverified"
+
+
+@contextlib.contextmanager
+def trust_unverified(on: bool = True):
+    """``with trust_unverified():`` folders without a (non-empty) manifest load, with a warning, instead
+    of raising CheckpointError. Files that a manifest lists are still checked."""
+    token = _TRUST.set(bool(on))
+    try:
+        yield
+    finally:
+        _TRUST.reset(token)
 
 
 # ----------------------------------------------------------------------------- durable writes
@@ -122,29 +144,49 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def write_manifest(folder: Path) -> Path:
-    """Fsync every file of ``folder``, then write ``manifest.json`` (their SHA-256 and sizes) last."""
+def _listed(folder: Path, skip) -> list[Path]:
+    """The files a manifest of ``folder`` covers: every plain file but the manifest, temporary and
+    hidden files, and the names in ``skip``."""
+    return [p for p in sorted(folder.iterdir()) if p.is_file() and p.name != MANIFEST and p.name not in skip
+            and not p.name.startswith(".")]
+
+
+def write_manifest(folder: Path, skip: frozenset | set | tuple = (), extra: dict | None = None) -> Path:
+    """Fsync every file of ``folder`` (but those named in ``skip``), then write ``manifest.json`` (their
+    SHA-256 and sizes) last. ``extra`` {name: path}: also list ``path`` under ``name`` (a file still
+    at its temporary name, renamed into place after the manifest)."""
     folder = Path(folder)
     files = {}
-    for p in sorted(folder.iterdir()):
-        if p.name == MANIFEST or not p.is_file() or _TMP.match(p.name):
-            continue
+    for p in [*_listed(folder, skip), *(extra or {}).values()]:
         fsync_file(p)
         files[p.name] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
+    for name, p in (extra or {}).items():
+        files[name] = files.pop(p.name)
     atomic_write_json(folder / MANIFEST, {"manifest_version": MANIFEST_VERSION, "algorithm": "sha256",
-                                          "files": files})
+                                          "files": dict(sorted(files.items()))})
     return folder / MANIFEST
 
 
-def verify_manifest(folder: Path) -> bool:
-    """Check every file listed in ``folder/manifest.json``; one CheckpointError naming the first file
-    that is missing or differs. Returns False (with a warning) for a folder without a manifest."""
+def _unverified(folder: Path, why: str) -> bool:
+    """False with a warning under ``trust_unverified()``; otherwise one CheckpointError."""
+    if _TRUST.get():
+        warnings.warn(f"{folder}: {why}; loaded without an integrity check ({TRUST_FLAG}); save it again "
+                      "to add a manifest", MissingManifestWarning, stacklevel=4)
+        return False
+    raise CheckpointError(f"{folder}: {why}, so its files cannot be verified (saved by an older synthformer, or "
+                          f"the manifest was removed); save it again, or pass {TRUST_FLAG} to use it anyway")
+
+
+def verify_manifest(folder: Path, skip: frozenset | set | tuple = (), every_file: bool = False) -> bool:
+    """Check ``folder`` against its ``manifest.json``: every listed file present and unchanged, and with
+    ``every_file`` (a run folder, whose readers look for files by name) every file of the folder listed;
+    names in ``skip`` are neither checked nor required. One CheckpointError naming the first file that
+    differs. A missing or empty manifest is an error too, unless under ``trust_unverified()`` (then a
+    warning, and False is returned)."""
     folder = Path(folder)
     file = folder / MANIFEST
     if not file.is_file():
-        warnings.warn(f"{folder} has no {MANIFEST} (saved by an older synthformer): loaded without an "
-                      "integrity check; save it again to add one", MissingManifestWarning, stacklevel=3)
-        return False
+        return _unverified(folder, f"no {MANIFEST}")
     try:
         meta = json.loads(file.read_text())
         files = meta["files"]
@@ -153,13 +195,21 @@ def verify_manifest(folder: Path) -> bool:
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError, AssertionError):
         raise CheckpointError(f"{file}: not a valid manifest (corrupted); restore it or save the model again") \
             from None
+    if not entries:
+        return _unverified(folder, f"{MANIFEST} lists no file")
     for name, digest, size in entries:
         path = folder / name
-        if Path(name).name != name:
+        if Path(name).name != name or name.startswith("."):
             raise CheckpointError(f"{file}: lists {name!r}, which is not a file of this folder")
+        if name in skip:
+            continue
         if not path.is_file():
             raise CheckpointError(f"{path}: missing ({MANIFEST} lists it); the checkpoint is incomplete")
         if path.stat().st_size != size or sha256_file(path) != digest:
             raise CheckpointError(f"{path}: contents differ from {MANIFEST} (SHA-256 mismatch): the file is "
                                   "corrupted or was changed after saving; restore it or use another checkpoint")
+    extra = [p for p in _listed(folder, skip) if p.name not in files] if every_file else []
+    if extra:
+        raise CheckpointError(f"{extra[0]}: not covered by {file} (added after saving); remove it, or restore "
+                              "the folder from a backup")
     return True

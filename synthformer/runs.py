@@ -3,24 +3,36 @@ the metrics log, and reading it back (config.json, tokenizer.json, metrics.jsonl
 
 Every reader turns a damaged or hand-edited file into one ``RunError`` naming the file and the fix,
 for train (resume), eval, generate and compare alike.
+
+The run folder carries its own ``manifest.json`` (synthformer.integrity), written once the run's
+config.json and tokenizer files exist and again, over every file, when the run finishes: until then
+``metrics.jsonl`` (appended every log step) and ``done.json`` are left out; ``train.lock`` never
+counts. `verify_run` checks it: a flipped bit in config.json or tokenizer.json, a file added or
+removed, a missing or empty manifest (unless ``trust_unverified()``) is one error naming the file.
+``checkpoints/`` and ``model/`` have their own manifests; ``checkpoints/latest.json`` is checked
+against the folder it names (synthformer.checkpoint).
 """
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import torch
 
-from .checkpoint import CKPT_DIR, RunError, latest_checkpoint
+from .checkpoint import CKPT_DIR, RunError, latest_checkpoint, read_latest
 from .data import load_tokenizer
 from .errors import SynthformerError
 from .distributed import Dist
-from .integrity import atomic_write_json, atomic_write_text, fsync_file, remove_stale_temps
-from .lock import RunLock
+from .jsonl import read_rows
+from .integrity import (atomic_write_json, atomic_write_text, fsync_dir, fsync_file, remove_stale_temps,
+                        tmp_name, verify_manifest, write_manifest)
+from .lock import LOCK_FILE, RunLock
 
 RUN_CONFIG, TOKENIZER, METRICS, DONE = "config.json", "tokenizer.json", "metrics.jsonl", "done.json"
 
@@ -39,6 +51,40 @@ def read_run_config(out) -> dict:
         raise RunError(f"{file}: not a run config (needs \"model\" and \"train\" objects); restore it or "
                        "start a new run")
     return stored
+
+
+UNFINISHED = frozenset({LOCK_FILE, METRICS, DONE})  # not in the manifest while the run is not finished
+
+
+def verify_run(out) -> bool:
+    """Check the run folder's own files against its manifest (see the module doc); one CheckpointError
+    naming the first file that differs. False (with a warning) for an unverified folder under
+    ``trust_unverified()``."""
+    out = Path(out)
+    return verify_manifest(out, skip={LOCK_FILE} if (out / DONE).exists() else UNFINISHED, every_file=True)
+
+
+def write_done(out: Path, result: dict) -> None:
+    """done.json, which marks a finished run, and the run manifest over every file: the manifest (listing
+    done.json's final bytes) goes first, done.json last, so a kill in between leaves an unfinished run."""
+    tmp = tmp_name(out / DONE)
+    atomic_write_json(tmp, result)  # a complete file at the temporary name (the rename below is the marker)
+    write_manifest(out, skip={LOCK_FILE, DONE}, extra={DONE: tmp})
+    os.replace(tmp, out / DONE)
+    fsync_dir(out)
+
+
+def read_done(out) -> dict:
+    """The result of a finished run (``out/done.json``), verified against the run manifest."""
+    file = Path(out) / DONE
+    verify_run(out)
+    try:
+        result = json.loads(file.read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise RunError(f"{file}: unreadable ({type(e).__name__}); delete {Path(out)} to rerun it") from None
+    if not isinstance(result, dict):
+        raise RunError(f"{file}: not a run result (a JSON object); delete {Path(out)} to rerun it")
+    return result
 
 
 def load_run_tokenizer(out):
@@ -66,15 +112,9 @@ def read_metrics(out) -> list[dict]:
         warnings.warn(f"{file}: dropping an unfinished last line (the run was interrupted)", stacklevel=2)
         lines = lines[:-1]
     rows = []
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise RunError(f"{file}: line {i} is not JSON ({e}); fix or delete that line") from None
-        if not (isinstance(row, dict) and isinstance(row.get("step"), int) and isinstance(row.get("split"), str)):
-            raise RunError(f"{file}: line {i} is not a metrics row (needs integer \"step\" and \"split\"); "
+    for i, row in read_rows("\n".join(lines), file, RunError, "fix or delete that line", ("step", "split")):
+        if not (isinstance(row["step"], int) and isinstance(row["split"], str)):
+            raise RunError(f"{file}:{i}: not a metrics row (needs integer \"step\" and string \"split\"); "
                            "fix or delete that line")
         rows.append(row)
     return rows
@@ -98,7 +138,49 @@ def run_model_folder(out) -> tuple[Path, bool]:
     return ckpt, False
 
 
+def load_model(folder, device: str = "cpu"):
+    """``synthformer.model.load(folder)``; when ``folder`` is a run's checkpoint that a concurrent
+    writer rotated away while it was read, the run's new latest checkpoint instead."""
+    from .model import load
+
+    folder = Path(folder)
+    try:
+        return load(folder, device)
+    except (SynthformerError, OSError):
+        run = folder.parent.parent
+        if folder.parent.name != CKPT_DIR or getattr(latest_checkpoint(run), "name", folder.name) == folder.name:
+            raise  # not a rotation: the folder itself is damaged
+    return read_latest(run, lambda f: load(f, device))[1]
+
+
 # ----------------------------------------------------------------------------- opening for training
+def check_out(out, option: str = "--out") -> list[Path]:
+    """The folders that writing to ``out`` would create (deepest first), after checking that the nearest
+    existing one is a writable folder: one RunError naming the path otherwise."""
+    out = Path(out)
+    created = [p for p in (out, *out.parents) if not p.exists()]
+    where = created[-1].parent if created else out
+    if not where.is_dir():
+        raise RunError(f"{option} {out}: {where} is a file, not a folder; choose another {option}")
+    try:  # what the OS says, for root and read-only mounts too: make (and remove) a folder there
+        os.rmdir(tempfile.mkdtemp(prefix=f".probe.tmp-{os.getpid()}-", dir=where))
+    except OSError as e:
+        raise RunError(f"{option} {out}: cannot write in {where} ({e.strerror or type(e).__name__}); choose a "
+                       f"writable {option}") from None
+    return created
+
+
+def make_out_folder(out, option: str = "--out") -> list[Path]:
+    """Create the output folder ``out`` (and its parents) after `check_out`; the folders it created."""
+    created = check_out(out, option)
+    try:
+        Path(out).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RunError(f"{option} {out}: cannot write there ({e.strerror or type(e).__name__}); choose a "
+                       f"writable {option}") from None
+    return created
+
+
 @contextlib.contextmanager
 def open_run(out: Path, d: Dist):
     """Rank 0 holds the run folder's lock for the whole run (one writer per folder) and clears the
@@ -107,8 +189,7 @@ def open_run(out: Path, d: Dist):
     if not d.main:
         yield
         return
-    created = [p for p in (out, *out.parents) if not p.exists()]
-    out.mkdir(parents=True, exist_ok=True)
+    created = make_out_folder(out)
     ok = False
     try:
         with RunLock(out):
@@ -139,6 +220,7 @@ def check_folder(out: Path, cfg, d: Dist, resume_free: tuple[str, ...]) -> dict 
     if (out / DONE).exists():
         raise RunError(f"run {out} is already complete (done.json); choose another --out")
     stored = read_run_config(out)
+    verify_run(out)
     fixed = {k: v for k, v in stored["train"].items() if k not in resume_free}
     mine = {k: v for k, v in cfg.to_dict().items() if k not in resume_free}
     changed = {k: (fixed.get(k), v) for k, v in mine.items() if fixed.get(k) != v}
@@ -160,6 +242,7 @@ def write_start(out: Path, cfg, model_cfg, tokenizer, world_size: int) -> None:
     atomic_write_json(out / RUN_CONFIG, {
         "model": model_cfg.to_dict(), "train": cfg.to_dict(), "world_size": world_size,
         "torch": torch.__version__, "command": sys.argv, "created": time.strftime("%Y-%m-%d %H:%M:%S")})
+    write_manifest(out, skip=UNFINISHED)  # every file written so far: config.json and the tokenizer's
 
 
 class MetricsLogger:

@@ -46,10 +46,10 @@ from .data.tokenizer import TOKENIZERS
 from .distributed import Dist, barrier, gather, setup_distributed
 from .errors import ConfigError
 from .evaluation import evaluate
-from .integrity import atomic_write_json
+from .memory import check_training_memory
 from .model import PRESETS, ModelConfig, build_model, count_parameters, load
-from .runs import (DONE, RUN_CONFIG, MetricsLogger, check_folder, load_run_tokenizer, open_run, read_run_config,
-                   run_model_folder, write_start)
+from .runs import (RUN_CONFIG, MetricsLogger, check_folder, load_run_tokenizer, open_run, read_run_config,
+                   run_model_folder, write_done, write_start)
 from .optim import param_groups
 from .task_data import TaskData, prepare_data, resolve_model_config, resolve_seq_len
 from .tasks import TASKS
@@ -238,6 +238,8 @@ class Parts:
 
 def _build(cfg: TrainConfig, model_cfg: ModelConfig, data: TaskData, d: Dist, device: torch.device) -> Parts:
     """Model, optimizer, batches and generators; seeded the same way on every rank."""
+    if device.type == "cpu":  # weights, gradients, AdamW state and activations must fit (one line, nothing written)
+        check_training_memory(model_cfg, cfg.batch_size, data.seq_len)
     torch.manual_seed(cfg.seed)  # the same initial weights for every variant and every rank
     model = build_model(model_cfg).to(device)
     groups = param_groups(model, cfg.weight_decay, cfg.table_lr_mult, cfg.table_weight_decay, cfg.position_lr_mult)
@@ -352,11 +354,12 @@ def _reopen(cfg: TrainConfig, stored: dict, data: TaskData | None, out: Path, d:
     return parts
 
 
-def _restore(parts: Parts, out: Path, d: Dist, device: torch.device, say) -> tuple[int, dict]:
-    """Weights, optimizer, RNGs and data position from the latest checkpoint (verified first)."""
+def _restore(parts: Parts, out: Path, d: Dist, device: torch.device, say) -> tuple[int, dict, tuple]:
+    """Weights, optimizer, RNGs, data position and the open logging window (loss sum, steps) from the
+    latest checkpoint (verified first)."""
     ckpt = latest_checkpoint(out)
     if ckpt is None:
-        return 0, _new_counters()
+        return 0, _new_counters(), (0.0, 0)
     parts.model.load_state_dict(load(ckpt).state_dict())  # load() checks every file against the manifest
     state = load_state(ckpt, d.world_size)
     parts.optimizer.load_state_dict(state["optimizer"])
@@ -368,7 +371,7 @@ def _restore(parts: Parts, out: Path, d: Dist, device: torch.device, say) -> tup
     random.setstate(mine["python"])
     parts.mask_generator.set_state(mine["mask_generator"])
     say(f"resumed {out} at step {state['step']} from {ckpt.name}")
-    return state["step"], dict(state["counters"])
+    return state["step"], dict(state["counters"]), tuple(mine.get("window", (0.0, 0)))
 
 
 def _new_counters() -> dict:
@@ -478,7 +481,8 @@ def _evaluate_and_checkpoint(loop: _Loop, stopping: bool) -> None:
         barrier(d)
     if (cfg.checkpoint_every and step % cfg.checkpoint_every == 0) or step == cfg.steps or stopping:
         p = loop.parts
-        rank_states = gather(d, rank_state(loop.device, p.batcher, p.mask_generator))
+        rank_states = gather(d, rank_state(loop.device, p.batcher, p.mask_generator,
+                                                  (loop.window_loss, loop.window_n)))
         if d.main:
             save_checkpoint(loop.out, step, p.model, p.optimizer, rank_states, loop.counters, cfg.keep_checkpoints)
         barrier(d)
@@ -519,7 +523,7 @@ def _finish(loop: _Loop, params: int, wall0: float) -> dict:
               "model": p.model_cfg.to_dict(), "train": cfg.to_dict(), "out": str(loop.out)}
     if d.main:
         p.model.save(loop.out / "model")
-        atomic_write_json(loop.out / DONE, result)
+        write_done(loop.out, result)  # with the run manifest over every file
         main_metric = p.data.task.main_metric
         loop.say(f"done: {loop.out} ({_fmt({'valid_' + main_metric: (loop.last_valid or {}).get(main_metric)})})")
     barrier(d)
@@ -550,7 +554,7 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
             parts = _start(cfg, dict(model_overrides or {}), data, out, d, device, say)
         else:
             parts = _reopen(cfg, stored, data, out, d, device, say)
-        step, counters = _restore(parts, out, d, device, say) if cfg.resume else (0, _new_counters())
+        step, counters, window = _restore(parts, out, d, device, say) if cfg.resume else (0, _new_counters(), (0.0, 0))
         params = count_parameters(parts.model)
         ddp = parts.model
         if d.world_size > 1:
@@ -560,7 +564,8 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
         mc = parts.model_cfg
         say(f"run {out}: {cfg.task} on {cfg.data}, {mc.kind} attention={mc.attention}, {params:,} parameters, "
             f"{cfg.steps} steps x {cfg.batch_size * d.world_size} sequences, device {device}, world size {d.world_size}")
-        loop = _Loop(cfg, parts, ddp, d, device, out, logger, say, label or cfg.task, step, counters, first_step=step)
+        loop = _Loop(cfg, parts, ddp, d, device, out, logger, say, label or cfg.task, step, counters, first_step=step,
+                     window_loss=float(window[0]), window_n=int(window[1]))
         try:
             _run_loop(loop)
             if loop.step < cfg.steps:

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from synthformer.data import SourceNotInstalledError, load_source, prepare_source
-from synthformer.data import bible
+from synthformer.data.sources import bible
 from synthformer.data.sources.bible import SWORD, slots as _slots, sword_root as _sword_root
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from synthformer.data import DataError, build_tokenizer, encode_labelled, load_source, load_tokenizer
-from synthformer.data.listops import LRA, OPERATORS
+from synthformer.data.sources.listops import LRA, OPERATORS
 from synthformer.data.tokenizer import TOKENIZERS, WordTokenizer
 
 

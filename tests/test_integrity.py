@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from conftest import one_line_error, run_cli
-from synthformer.integrity import MissingManifestWarning
+from synthformer.integrity import MissingManifestWarning, trust_unverified
 from synthformer.model import CheckpointError, ModelConfig, build_model, load
 
 TINY = ["--steps", "3", "--batch_size", "4", "--seq_len", "16", "--vocab_size", "280", "--eval_every", "0",
@@ -110,14 +110,96 @@ def test_a_missing_or_changed_file_is_named(runs, tmp_path):
         load(ckpt)
 
 
-def test_a_folder_without_manifest_loads_with_a_warning(tmp_path):
+@pytest.mark.parametrize("manifest", [None, '{"manifest_version": 1, "algorithm": "sha256", "files": {}}'])
+def test_a_folder_without_a_usable_manifest_is_refused_unless_trusted(tmp_path, manifest):
     cfg = ModelConfig.preset("tiny", embed_dim=32, num_layers=1, ffn_dim=64, vocab_size=50, max_seq_len=16)
     model = build_model(cfg)
     model.save(tmp_path / "old")
-    (tmp_path / "old" / "manifest.json").unlink()  # as saved before manifests existed
-    with pytest.warns(MissingManifestWarning, match="no manifest.json"):
+    if manifest is None:
+        (tmp_path / "old" / "manifest.json").unlink()  # as saved before manifests existed
+    else:
+        (tmp_path / "old" / "manifest.json").write_text(manifest)
+    with pytest.raises(CheckpointError, match="cannot be verified.*--trust-unverified"):
+        load(tmp_path / "old")
+    with trust_unverified(), pytest.warns(MissingManifestWarning, match="without an integrity check"):
         again = load(tmp_path / "old")
     assert again.config == cfg
+
+
+# ----------------------------------------------------------------------------- the run folder's own files
+def test_the_run_manifest_covers_every_file_of_the_run_folder(runs):
+    for run, unlisted in ((runs["done"], set()), (runs["stopped"], {"metrics.jsonl"})):
+        files = {p.name for p in run.iterdir() if p.is_file()} - {"manifest.json"}
+        listed = set(json.loads((run / "manifest.json").read_text())["files"])
+        assert {"config.json", "tokenizer.json"} <= listed and listed == files - unlisted
+    assert {"done.json", "metrics.jsonl"} <= set(json.loads((runs["done"] / "manifest.json").read_text())["files"])
+
+
+def _edit_run_file(run: Path, name: str) -> None:
+    if name == "config.json":  # one digit of the learning rate
+        text = (run / name).read_text()
+        (run / name).write_text(text.replace('"lr": 0.001', '"lr": 0.002', 1))
+        assert (run / name).read_text() != text
+    elif name == "tokenizer.json":  # one vocabulary id
+        text = (run / name).read_text()
+        (run / name).write_text(text.replace('": 270,', '": 269,', 1))
+        assert (run / name).read_text() != text
+    else:
+        (run / name).write_text((run / name).read_text().replace('"step": 3', '"step": 4', 1))
+
+
+@pytest.mark.parametrize("name", ["config.json", "tokenizer.json", "done.json", "metrics.jsonl"])
+def test_an_edited_run_file_is_refused_by_eval_and_generate(runs, tmp_path, name):
+    run = copy(runs["done"], tmp_path)
+    _edit_run_file(run, name)
+    one_line_error(*main("eval", "--run", run, "--threads", "1", "--max-batches", "1")[::2],
+                   str(run / name), "differ from manifest.json")
+    one_line_error(*main("generate", "--run", run, "the cat", "--max-new-tokens", "2")[::2],
+                   str(run / name), "differ from manifest.json")
+
+
+@pytest.mark.parametrize("name", ["config.json", "tokenizer.json"])
+def test_an_edited_run_file_is_refused_on_resume(runs, tmp_path, name):
+    run = copy(runs["stopped"], tmp_path)
+    _edit_run_file(run, name)
+    one_line_error(*main("train", "--resume", "--out", run)[::2], str(run / name), "differ from manifest.json")
+    assert not (run / "done.json").exists()
+
+
+@pytest.mark.parametrize("damage", ["delete", "empty", "added"])
+def test_a_run_without_a_usable_manifest_needs_trust_unverified(runs, tmp_path, damage):
+    run = copy(runs["done"], tmp_path)
+    if damage == "delete":
+        (run / "manifest.json").unlink()
+    elif damage == "empty":
+        (run / "manifest.json").write_text('{"files": {}}')
+    else:
+        (run / "tokenizer_meta.json").write_text("{}")
+    args = ("eval", "--run", run, "--threads", "1", "--max-batches", "1")
+    if damage == "added":
+        one_line_error(*main(*args)[::2], "tokenizer_meta.json", "not covered by")
+        return
+    one_line_error(*main(*args)[::2], str(run), "cannot be verified", "--trust-unverified")
+    code, out, err = main(*args, "--trust-unverified")
+    assert code == 0 and json.loads(out)["split"] == "valid", err[-2000:]
+    run = copy(runs["stopped"], tmp_path / "s")
+    (run / "checkpoints" / "step-00000002" / "manifest.json").unlink()
+    one_line_error(*main("train", "--resume", "--out", run)[::2], "step-00000002", "--trust-unverified")
+    code, _, err = main("train", "--resume", "--out", run, "--trust-unverified")
+    assert code == 0, err[-2000:]
+
+
+def test_latest_json_pointing_out_of_the_run_is_refused(runs, tmp_path):
+    run, other = copy(runs["stopped"], tmp_path), copy(runs["done"], tmp_path / "o")
+    ckpts = run / "checkpoints"
+    (ckpts / "step-00000009").symlink_to(other / "checkpoints" / "step-00000003")
+    (ckpts / "latest.json").write_text('{"step": 9, "path": "step-00000009"}')
+    for args in (("eval", "--run", run, "--max-batches", "1"), ("train", "--resume", "--out", run)):
+        one_line_error(*main(*args)[::2], "latest.json", "link out of")
+    for pointer in ('{"path": "../../done/checkpoints/step-00000003"}', '{"path": ".."}',
+                    '{"step": 1, "path": "step-00000002"}'):
+        (ckpts / "latest.json").write_text(pointer)
+        one_line_error(*main("eval", "--run", run, "--max-batches", "1")[::2], "not a valid checkpoint pointer")
 
 
 # ----------------------------------------------------------------------------- load()
@@ -174,3 +256,46 @@ def test_stale_temporary_files_are_removed_at_the_next_save_but_not_a_live_write
     (out / "model" / f".save.tmp-{dead}-abc").mkdir()
     model.save(out / "model")
     assert sorted(p.name for p in (out / "model").iterdir()) == ["config.json", "manifest.json", "model.safetensors"]
+
+
+# ----------------------------------------------------------------------------- a concurrent writer
+WRITER = """
+import sys, time, torch
+from pathlib import Path
+from synthformer.checkpoint import save_checkpoint
+from synthformer.model import ModelConfig, build_model
+out = Path(sys.argv[1])
+torch.manual_seed(0)
+model = build_model(ModelConfig.preset("tiny", embed_dim=32, num_layers=1, ffn_dim=64, vocab_size=50, max_seq_len=16))
+opt = torch.optim.AdamW(model.parameters())
+step, end = 0, time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:  # a new checkpoint every step, the previous one removed (keep=1)
+    step += 1
+    save_checkpoint(out, step, model, opt, [{}], {"tokens": step}, keep=1)
+    print(step, flush=True)
+"""
+
+
+def test_loads_while_another_process_rotates_checkpoints_every_step(tmp_path):
+    """A reader (as eval and generate read: the latest checkpoint, then its files) never fails while a
+    second process writes a checkpoint and deletes the previous one as fast as it can."""
+    from synthformer.runs import load_model, run_model_folder
+
+    out = tmp_path / "run"
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(out), "4"], stdout=subprocess.PIPE, text=True)
+    try:
+        while not (out / "checkpoints" / "latest.json").exists():
+            assert writer.poll() is None, "the writer died"
+        loads, seen = 0, set()
+        while writer.poll() is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                folder, finished = run_model_folder(out)
+                model = load_model(folder)
+            assert not finished and model.config.vocab_size == 50
+            loads += 1
+            seen.add(folder.name)
+    finally:
+        writer.kill()
+    steps = writer.stdout.read().split()
+    assert writer.wait() in (0, -9) and len(steps) > 20 and loads > 20 and len(seen) > 5, (len(steps), loads, len(seen))

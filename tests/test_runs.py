@@ -15,7 +15,10 @@ import pytest
 
 from conftest import one_line_error, run_cli
 from synthformer.checkpoint import RunError
+from synthformer.errors import SynthformerError
+from synthformer.integrity import write_manifest
 from synthformer.lock import LOCK_FILE, RunLock, RunLockedError
+from synthformer.runs import UNFINISHED
 from synthformer.train import TrainConfig, train
 
 SIZES = ["--batch_size", "4", "--seq_len", "16", "--vocab_size", "280", "--eval_every", "0", "--eval_batches", "1",
@@ -161,14 +164,25 @@ def _damage(run: Path, name: str) -> None:
     ("state.pt", ["state.pt", "unreadable training state"]),
     ("latest.json", ["latest.json", "not a valid checkpoint pointer"]),
     ("tokenizer.json", ["tokenizer.json", "tokenizer ("]),
-    ("metrics.jsonl", ["metrics.jsonl", "line 2"]),
+    ("metrics.jsonl", ["metrics.jsonl:2: not a JSON object"]),
     ("config.json", ["trained by 2 process(es)", "world size"]),
 ])
 def test_damaged_run_files_are_one_line_errors_on_resume(stopped, tmp_path, name, needles):
+    """Past the manifests (rewritten after the damage, as a careless hand edit would not): the readers'
+    own checks still give one line."""
     run = copy(stopped, tmp_path)
     _damage(run, name)
-    code, _, err = main("train", "--resume", "--out", run)
+    write_manifest(run, skip=UNFINISHED)
+    code, _, err = main("train", "--resume", "--out", run, "--trust-unverified")
     one_line_error(code, err, *needles)
+
+
+@pytest.mark.parametrize("name", ["tokenizer.json", "config.json"])
+def test_a_hand_edited_run_file_is_caught_by_the_run_manifest(stopped, tmp_path, name):
+    run = copy(stopped, tmp_path)
+    _damage(run, name)
+    code, _, err = main("train", "--resume", "--out", run, "--trust-unverified")  # trusting does not skip a mismatch
+    one_line_error(code, err, str(run / name), "differ from manifest.json")
 
 
 @pytest.mark.parametrize("content", ["{not json", '{"model": 3}', "[]"])
@@ -187,3 +201,128 @@ def test_a_metrics_row_cut_short_by_a_kill_is_dropped_on_resume(stopped, tmp_pat
     assert code == 0, err[-2000:]
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows if r["split"] == "train"] == [1, 2, 3]
+
+
+# ----------------------------------------------------------------------------- one line per class (issue 21)
+@pytest.mark.parametrize("where", ["under-a-file", "unwritable"])
+def test_train_and_export_refuse_an_out_they_cannot_write_in_one_line(text, stopped, tmp_path, where):
+    (tmp_path / "notes.txt").write_text("mine")
+    out = tmp_path / "notes.txt" / "run" if where == "under-a-file" else Path("/proc/synthformer-test/run")
+    needle = "is a file, not a folder" if where == "under-a-file" else "writ"
+    one_line_error(*main("train", "--data", text, "--out", out, "--steps", "1", *SIZES)[::2], str(out), needle)
+    one_line_error(*main("export", "hf", "--run", stopped, "--out", out)[::2], str(out), needle)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def _sizes(**changed) -> list[str]:
+    args = list(SIZES)
+    for k, v in changed.items():
+        args[args.index(f"--{k}") + 1] = str(v)
+    return args
+
+
+@pytest.mark.parametrize("changed,needles", [
+    ({"vocab_size": 200}, ["vocab_size=200", ">= 262"]),
+    ({"batch_size": 5000}, ["too few for batch_size=5000"]),
+])
+def test_sizes_that_do_not_fit_are_one_line_errors_and_leave_nothing(text, tmp_path, changed, needles):
+    out = tmp_path / "run"
+    one_line_error(*main("train", "--data", text, "--out", out, "--steps", "1", *_sizes(**changed))[::2], *needles)
+    assert not out.exists()
+
+
+def test_eval_refuses_options_that_contradict_the_run(stopped):
+    one_line_error(*main("eval", "--run", stopped, "--task", "mlm")[::2], "trained with task=lm", "cannot change task")
+    one_line_error(*main("eval", "--run", stopped, "--seq_len", "64")[::2], "--seq_len=64", "max_seq_len=32")
+
+
+def test_train_precheck_uses_the_tasks_model_kind(text, tmp_path):
+    code, _, err = main("train", "--task", "mlm", "--attention", "linformer", "--data", text, "--out", tmp_path / "m",
+                        "--steps", "1", *SIZES)
+    assert code == 0, err[-2000:]
+    one_line_error(*main("train", "--attention", "linformer", "--data", text, "--out", tmp_path / "l", "--steps", "1",
+                         *SIZES)[::2], "linformer")
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe{", b'{"step": 2, "path": "step-00000002"'])
+def test_a_damaged_latest_json_is_one_line(stopped, tmp_path, content):
+    run = copy(stopped, tmp_path)
+    (run / "checkpoints" / "latest.json").write_bytes(content)
+    for args in (("eval", "--run", run), ("generate", "--run", run, "x"), ("train", "--resume", "--out", run)):
+        one_line_error(*main(*args)[::2], "latest.json", "not a valid checkpoint pointer")
+
+
+def test_a_damaged_done_json_is_one_line(stopped, tmp_path):
+    from synthformer.runs import read_done
+
+    run = copy(stopped, tmp_path)
+    assert main("train", "--resume", "--out", run)[0] == 0
+    assert read_done(run)["step"] == 3
+    (run / "done.json").write_bytes(b"\xff\xfe")
+    with pytest.raises(SynthformerError, match="done.json: contents differ from manifest.json"):
+        read_done(run)
+    write_manifest(run, skip={LOCK_FILE})
+    with pytest.raises(RunError, match=r"done.json: unreadable \(UnicodeDecodeError\)"):
+        read_done(run)
+
+
+def test_a_changed_seed_on_resume_is_one_line(stopped, tmp_path):
+    run = copy(stopped, tmp_path)
+    one_line_error(*main("train", "--resume", "--out", run, "--seed", "5")[::2], "cannot change seed")
+    stored = json.loads((run / "config.json").read_text())  # edited by hand, the manifest rewritten to match
+    stored["train"]["seed"] = 5
+    (run / "config.json").write_text(json.dumps(stored))
+    write_manifest(run, skip=UNFINISHED)
+    one_line_error(*main("train", "--resume", "--out", run)[::2], "cannot resume LMBatches")
+
+
+# ----------------------------------------------------------------------------- memory
+MEMORY_CHILD = """
+import resource, sys
+sys.path.insert(0, sys.argv[1])
+from conftest import run_cli
+from synthformer.memory import _mapped_bytes
+from synthformer.model import ModelConfig
+from synthformer.model.config import estimate_parameter_bytes
+import synthformer.train, synthformer.data  # mapped before the limit is set
+params = estimate_parameter_bytes(ModelConfig.preset("tiny", embed_dim=1024, ffn_dim=4096, num_layers=4, num_heads=4,
+                                                     vocab_size=280, max_seq_len=32))
+limit = _mapped_bytes() + 2 * params  # room for the weights (the parameter check passes), not for training
+resource.setrlimit(resource.RLIMIT_AS, (limit, resource.RLIM_INFINITY))
+code, out, err = run_cli("train", *sys.argv[2:])
+print(code, err.strip().splitlines()[-1] if err.strip() else "")
+"""
+
+
+def test_training_that_cannot_fit_the_process_limit_is_refused_before_anything_is_written(text, tmp_path):
+    """A real address-space limit (ulimit -v) with room for the parameters but not for gradients and
+    AdamW state: one line naming the limit, and no run folder left."""
+    out = tmp_path / "big"
+    args = ["--data", text, "--out", out, "--steps", "1", *_sizes(embed_dim=1024, ffn_dim=4096, num_layers=4)]
+    proc = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(Path(__file__).parent), *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
+    last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-2000:]
+    assert last.startswith("2 synthformer: error: training this model needs about"), last
+    assert "ulimit -v" in last and "x4 with gradients and AdamW state" in last
+    assert not out.exists()
+
+
+# ----------------------------------------------------------------------------- resume mid logging window
+def test_train_rows_after_a_resume_mid_window_equal_the_uninterrupted_runs(text, tmp_path):
+    args = ["--data", text, "--steps", "6", "--log_every", "4", "--checkpoint_every", "1", *SIZES]
+    assert main("train", *args, "--out", tmp_path / "full")[0] == 0
+    assert main("train", *args, "--out", tmp_path / "cut", "--stop_after", "3")[0] == 0  # inside the window 1..4
+    code, _, err = main("train", "--resume", "--out", tmp_path / "cut")
+    assert code == 0, err[-2000:]
+
+    def train_rows(run):
+        rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+        return [(r["step"], r["loss"]) for r in rows if r["split"] == "train"]
+
+    assert train_rows(tmp_path / "cut") == train_rows(tmp_path / "full") and len(train_rows(tmp_path / "full")) == 2
+
+
+@pytest.mark.parametrize("args,needle", [(["--temperature", "inf"], "--temperature=inf must be > 0 and finite"),
+                                         (["--length-penalty", "nan"], "--length-penalty=nan must be a finite number")])
+def test_generate_refuses_non_finite_decoding_options(stopped, args, needle):
+    one_line_error(*main("generate", "--run", stopped, "the", *args)[::2], needle)

@@ -22,6 +22,7 @@ import sys
 
 from .. import __version__
 from ..errors import SynthformerError
+from ..integrity import trust_unverified
 from ..overrides import (UsageError, check_model_overrides, coerce, field_help, make_model_config,
                          make_train_config, parse_overrides)
 from . import bench, compare, data, eval, export, generate, plot, reproduce, train
@@ -47,7 +48,8 @@ def run(argv: list[str]) -> int:
     if command is not None and getattr(command, "PASSTHROUGH", False):
         return command.run(None, argv[1:])  # the module parses its own options (and --help)
     args, rest = build_parser().parse_known_args(argv)
-    return COMMANDS[args.command].run(args, rest)
+    with trust_unverified(getattr(args, "trust_unverified", False)):  # --trust-unverified (cli._runs)
+        return COMMANDS[args.command].run(args, rest)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,8 +4,16 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..integrity import TRUST_FLAG
 from ..overrides import UsageError
-from ..runs import load_run_tokenizer, read_run_config, run_model_folder
+from ..runs import load_run_tokenizer, read_run_config, run_model_folder, verify_run
+
+
+def add_trust_option(parser) -> None:
+    """``--trust-unverified`` (the one definition; `synthformer.cli.run` applies it around the command)."""
+    parser.add_argument(TRUST_FLAG, action="store_true",
+                        help="use a run or model folder whose manifest.json is missing or empty (saved by an "
+                             "older synthformer): loaded without an integrity check, with a warning")
 
 
 def load_run(run: str):
@@ -14,6 +22,7 @@ def load_run(run: str):
     folder = Path(run)
     stored = read_run_config(folder)
     tokenizer = load_run_tokenizer(folder)
+    verify_run(folder)  # config.json and the tokenizer's files unchanged since training
     model_dir, finished = run_model_folder(folder)
     if not finished:
         print(f"note: {folder} is not finished; using checkpoint {model_dir.name}", file=sys.stderr)

@@ -5,10 +5,11 @@ import json
 import sys
 
 from ..overrides import UsageError, make_train_config, parse_overrides
-from ._runs import device_of, load_run, plain
+from ._runs import add_trust_option, device_of, load_run, plain
 
 NAME = "eval"
 HELP = "evaluate a run's model on its data (valid or test split)"
+RUN_FIXED = ("task", "tokenizer", "vocab_size", "preset", "init_from")  # what the run's model was made for
 
 
 def add_parser(sub):
@@ -16,13 +17,14 @@ def add_parser(sub):
     p.add_argument("--run", required=True, help="run folder (the --out of train)")
     p.add_argument("--split", default="valid", choices=["valid", "test", "train"], help="(default: %(default)s)")
     p.add_argument("--max-batches", type=int, default=0, help="batches to evaluate; 0 = the whole split (default: 0)")
+    add_trust_option(p)
     return p
 
 
 def run(args, rest: list[str]) -> int:
     import torch
 
-    from ..model import load
+    from ..runs import load_model
     from ..train import evaluate, prepare_data
 
     stored, model_dir, tokenizer = load_run(args.run)
@@ -31,10 +33,18 @@ def run(args, rest: list[str]) -> int:
         raise UsageError(f"eval takes train options only, got model options {sorted(model_over)}")
     if args.max_batches < 0:
         raise UsageError(f"--max-batches={args.max_batches} must be >= 0 (0 = the whole split)")
+    clash = [k for k in RUN_FIXED if k in train_over and train_over[k] != stored["train"].get(k)]
+    if clash:  # e.g. --task mlm on an lm run: a metric of another task would be meaningless
+        given = ", ".join(f"{k}={stored['train'].get(k)}" for k in clash)
+        raise UsageError(f"{args.run} was trained with {given}; "
+                         f"eval cannot change {', '.join(clash)} (drop the option)")
     cfg = make_train_config({**stored["train"], **train_over, "resume": False})
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    model = load(model_dir, device=device_of(cfg.device))
+    model = load_model(model_dir, device=device_of(cfg.device))
+    if (cfg.seq_len or 0) > model.config.max_seq_len:
+        raise UsageError(f"--seq_len={cfg.seq_len} is longer than the model's max_seq_len="
+                         f"{model.config.max_seq_len}; give at most that")
     data = prepare_data(cfg, cfg.seq_len or model.config.max_seq_len, tokenizer,
                         log=lambda m: print(m, file=sys.stderr), pooling=model.config.pooling)
     if args.split not in data.encoded:

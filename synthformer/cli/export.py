@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..integrity import trust_unverified
+from ..runs import check_out
+from ._runs import add_trust_option
 from .delegate import add_delegated_parser
 
 NAME = "export"
@@ -23,6 +26,8 @@ def run(args, rest: list[str]) -> int:
 
     parser = argparse.ArgumentParser(prog="synthformer export", description=HELP + ".")
     formats = parser.add_subparsers(dest="format", required=True, metavar="FORMAT")
-    add_hf(formats)
+    add_trust_option(add_hf(formats))
     ns = parser.parse_args(rest)
-    return int(ns.func(ns) or 0)
+    check_out(ns.out)  # a parent that is a file, or an unwritable place: one line before any work
+    with trust_unverified(ns.trust_unverified):
+        return int(ns.func(ns) or 0)

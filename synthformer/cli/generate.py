@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import json
+import math
 
 from ..overrides import UsageError
-from ._runs import device_of, load_run
+from ._runs import add_trust_option, device_of, load_run
 
 NAME = "generate"
 HELP = "continue a prompt (lm), translate/answer it (seq2seq), or label it (classify)"
@@ -23,6 +24,7 @@ def add_parser(sub):
     p.add_argument("--length-penalty", "--length_penalty", type=float, default=1.0, help="beam (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N | mps (default: %(default)s)")
+    add_trust_option(p)
     return p
 
 
@@ -30,7 +32,8 @@ def decoding_options(args) -> dict:
     """The decoding keywords of `model.generate`, each checked as a user option."""
     checks = [("max-new-tokens", args.max_new_tokens >= 0, ">= 0"), ("num-beams", args.num_beams >= 1, ">= 1"),
               ("top-k", args.top_k >= 0, ">= 0 (0 = all)"), ("top-p", 0 < args.top_p <= 1, "in (0, 1]"),
-              ("temperature", args.temperature > 0, "> 0")]
+              ("temperature", 0 < args.temperature < math.inf, "> 0 and finite"),
+              ("length-penalty", math.isfinite(args.length_penalty), "a finite number")]
     for name, ok, rule in checks:
         if not ok:
             raise UsageError(f"--{name}={getattr(args, name.replace('-', '_'))} must be {rule}")
@@ -45,13 +48,13 @@ def decoding_options(args) -> dict:
 def run(args, rest: list[str]) -> int:
     import torch
 
-    from ..model import load
+    from ..runs import load_model
 
     if rest:
         raise UsageError(f"unexpected arguments {rest}; see `synthformer generate --help`")
     options = decoding_options(args)
     _, model_dir, tok = load_run(args.run)
-    model = load(model_dir, device=device_of(args.device))
+    model = load_model(model_dir, device=device_of(args.device))
     cfg = model.config
     device = next(model.parameters()).device
     torch.manual_seed(args.seed)

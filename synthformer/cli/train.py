@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..overrides import UsageError, field_help, make_model_config, make_train_config, parse_overrides
 from ..runs import read_run_config
-from ._runs import plain
+from ._runs import add_trust_option, plain
 
 NAME = "train"
 HELP = "train one model (any task); options are TrainConfig/ModelConfig fields"
@@ -18,10 +18,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        epilog=field_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", help="YAML file of overrides, read before the command line (configs/*.yaml)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    add_trust_option(p)
     return p
 
 
 def run(args, rest: list[str]) -> int:
+    from ..tasks import TASKS
     from ..train import RESUME_FREE, train
 
     train_over, model_over = parse_overrides(rest, args.config)
@@ -42,7 +44,8 @@ def run(args, rest: list[str]) -> int:
         result = train(cfg)
     else:
         cfg = make_train_config(train_over)
-        make_model_config(cfg.preset, model_over)  # a bad model option fails before any data is read
+        kind = TASKS[cfg.task].model_kind  # the task's model kind: linformer is fine in an mlm encoder
+        make_model_config(cfg.preset, {"kind": kind, **model_over})  # a bad model option fails before any data is read
         result = train(cfg, model_over)
     if "stopped_at" not in result and result.get("rank", 0) == 0:  # one summary line, from rank 0
         print(json.dumps({"out": result["out"], "step": result["step"], "valid": plain(result["valid"]),

@@ -12,8 +12,8 @@ listops (generated). See `sources` (one module per corpus behind one registry), 
 """
 from .batching import LMBatches, SequenceBatches, encode_labelled, encode_lm, encode_pairs, pad
 from .files import SUPPORTED as SUPPORTED_FILE_TYPES
-from .listops import ListOpsConfig, generate_listops
 from .prepare import DataError, DataFileNotFoundError, SourceNotInstalledError, cache_dir
+from .sources.listops import ListOpsConfig, generate_listops
 from .sources import (DEFAULT_SOURCE, SOURCES, TASKS, DataSplits, SourceInfo, list_sources,
                       load_source, prepare_source)
 from .tokenizer import (SPECIALS, BPETokenizer, ByteTokenizer, CharTokenizer, Tokenizer,

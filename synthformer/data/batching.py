@@ -32,7 +32,7 @@ def _truncate(seqs: list[list[int]], max_len: int | None,
     if max_len is None or not seqs:
         return seqs, 0, 0
     if max_len < (2 if keep_last else 1):
-        raise ValueError(f"max_len must be >= {2 if keep_last else 1}, got {max_len}")
+        raise DataError(f"max_len must be >= {2 if keep_last else 1}, got {max_len}")
     long = sum(len(s) > max_len for s in seqs)
     longest = max(len(s) for s in seqs)
     if long:
@@ -49,7 +49,7 @@ def _report(counts: list[tuple[str, int, int, int, int | None]], strict: bool) -
         return
     msg = "; ".join(parts)
     if strict:
-        raise ValueError(msg + "; raise max_len or pass strict=False to truncate")
+        raise DataError(msg + "; raise max_len or pass strict=False to truncate")
     warnings.warn(msg + "; truncated", stacklevel=3)
 
 
@@ -135,7 +135,7 @@ def encode_sentence_pairs(items: Sequence[tuple], tok: Tokenizer, *, max_len: in
     lead = [tok.bos_id] if add_bos else []
     fixed = len(lead) + 1  # the CLS slot and the <sep>
     if max_len is not None and max_len < fixed + 2:
-        raise ValueError(f"max_len={max_len} leaves no room for a sentence pair: it needs at least "
+        raise DataError(f"max_len={max_len} leaves no room for a sentence pair: it needs at least "
                          f"{fixed + 2} tokens (one per sentence, <sep>{' and the CLS slot' if add_bos else ''})")
     out, long, longest = [], 0, 0
     for a, b, (_, label) in zip(firsts, seconds, items):
@@ -186,8 +186,8 @@ class _Resumable:
         mine = self._identity()
         bad = {k: (state[k], v) for k, v in mine.items() if k in state and state[k] != v}
         if bad:
-            raise ValueError(f"cannot resume {type(self).__name__}: saved vs current {bad}; "
-                             "exact resume needs the same arguments")
+            raise DataError(f"cannot resume {type(self).__name__}: saved vs current {bad}; "
+                            "exact resume needs the same arguments")
         self.epoch, self.position = int(state["epoch"]), int(state["position"])
 
     def _batches(self) -> list:
@@ -207,7 +207,7 @@ class _Resumable:
 
 def _check_shard(rank: int, world_size: int) -> None:
     if world_size < 1 or not 0 <= rank < world_size:
-        raise ValueError(f"need 0 <= rank < world_size, got rank={rank}, world_size={world_size}")
+        raise DataError(f"need 0 <= rank < world_size, got rank={rank}, world_size={world_size}")
 
 
 # ----------------------------------------------------------------------------- LM
@@ -223,9 +223,9 @@ class LMBatches(_Resumable):
                  seed: int = 0, rank: int = 0, world_size: int = 1, drop_last: bool = True):
         super().__init__()
         if token_ids.dim() != 1:
-            raise ValueError(f"LMBatches needs 1-D token ids, got shape {tuple(token_ids.shape)}")
+            raise DataError(f"LMBatches needs 1-D token ids, got shape {tuple(token_ids.shape)}")
         if seq_len < 1 or batch_size < 1:
-            raise ValueError(f"need seq_len >= 1 and batch_size >= 1, got {seq_len}, {batch_size}")
+            raise DataError(f"need seq_len >= 1 and batch_size >= 1, got {seq_len}, {batch_size}")
         _check_shard(rank, world_size)
         self.tokens = token_ids.long()
         self.seq_len, self.batch_size, self.shuffle, self.drop_last = seq_len, batch_size, shuffle, drop_last
@@ -233,7 +233,7 @@ class LMBatches(_Resumable):
         self.num_blocks = max(0, (len(self.tokens) - 1) // seq_len)
         self.blocks_per_rank = self.num_blocks // world_size
         if len(self) == 0:
-            raise ValueError(f"{len(self.tokens)} tokens give {self.num_blocks} blocks of "
+            raise DataError(f"{len(self.tokens)} tokens give {self.num_blocks} blocks of "
                              f"seq_len+1={seq_len + 1}: too few for batch_size={batch_size} x "
                              f"world_size={world_size}; use more data or smaller sizes")
 
@@ -288,25 +288,25 @@ class SequenceBatches(_Resumable):
                  seed: int = 0, rank: int = 0, world_size: int = 1):
         super().__init__()
         if batch_size is None and max_tokens is None:
-            raise ValueError("SequenceBatches needs batch_size or max_tokens")
+            raise DataError("SequenceBatches needs batch_size or max_tokens")
         if (batch_size is not None and batch_size < 1) or (max_tokens is not None and max_tokens < 1):
-            raise ValueError(f"batch_size and max_tokens must be >= 1, got {batch_size}, {max_tokens}")
+            raise DataError(f"batch_size and max_tokens must be >= 1, got {batch_size}, {max_tokens}")
         _check_shard(rank, world_size)
         if not examples:
-            raise ValueError("SequenceBatches got no examples")
+            raise DataError("SequenceBatches got no examples")
         self.kind = "classify" if isinstance(examples[0][1], int) else "seq2seq"
         for i, ex in enumerate(examples):
             if len(ex) != 2 or isinstance(ex[1], int) != (self.kind == "classify"):
-                raise ValueError(f"example {i} is not a {self.kind} item like example 0: {str(ex)[:80]}")
+                raise DataError(f"example {i} is not a {self.kind} item like example 0: {str(ex)[:80]}")
             seqs = ex if self.kind == "seq2seq" else ex[:1]
             if any(len(s) == 0 for s in seqs):
-                raise ValueError(f"example {i} has an empty sequence (an all-padding row); drop it")
+                raise DataError(f"example {i} has an empty sequence (an all-padding row); drop it")
         self.examples = list(examples)
         self.lengths = [max(len(e[0]), len(e[1])) if self.kind == "seq2seq" else len(e[0])
                         for e in self.examples]
         if max_tokens is not None and max(self.lengths) > max_tokens:
             i = max(range(len(self.lengths)), key=self.lengths.__getitem__)
-            raise ValueError(f"example {i} has {self.lengths[i]} tokens > max_tokens={max_tokens}; "
+            raise DataError(f"example {i} has {self.lengths[i]} tokens > max_tokens={max_tokens}; "
                              "raise max_tokens or truncate with max_len when encoding")
         self.pad_id, self.batch_size, self.max_tokens = pad_id, batch_size, max_tokens
         self.bucket, self.shuffle = bucket, shuffle
@@ -314,7 +314,7 @@ class SequenceBatches(_Resumable):
         self._cache: tuple[int, list] | None = None
         n = len(self._batches())
         if n == 0:
-            raise ValueError(f"{len(self.examples)} examples make fewer batches than world_size={world_size}")
+            raise DataError(f"{len(self.examples)} examples make fewer batches than world_size={world_size}")
 
     def _epoch_batches(self) -> list[list[int]]:
         g = _epoch_generator(self.seed, self.epoch)

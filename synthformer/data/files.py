@@ -27,6 +27,7 @@ import json
 import re
 from pathlib import Path
 
+from ..jsonl import read_rows
 from .prepare import DataError, DataFileNotFoundError
 
 SUPPORTED = {".txt": ("lm",), ".tsv": ("seq2seq", "classify"), ".jsonl": ("lm", "seq2seq", "classify")}
@@ -104,18 +105,17 @@ _JSONL_KEYS = {"lm": ("text",), "seq2seq": ("src", "tgt"), "classify": ("text", 
 
 
 def read_jsonl(path: Path, task: str) -> list:
-    """lm: [text]; seq2seq: [(src, tgt)]; classify: [(text, label)] with label as found."""
+    """lm: [text]; seq2seq: [(src, tgt)]; classify: [(text, label)] with label as found (a string or
+    an int); any other type of a field is an error naming the file, line and field."""
     keys = _JSONL_KEYS[task]
     out = []
-    for n, line in enumerate(_read_text(path).split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(f"{path}:{n}: invalid JSON ({e.msg})") from None
-        if not isinstance(obj, dict) or any(k not in obj for k in keys):
-            raise DataError(f"{path}:{n}: task {task!r} needs a JSON object with keys {list(keys)}")
+    for n, obj in read_rows(_read_text(path), path, DataError, f"task {task!r} needs objects with keys {list(keys)}",
+                            keys):
+        for k in keys:
+            v = obj[k]
+            if not (isinstance(v, str) or k == "label" and isinstance(v, int) and not isinstance(v, bool)):
+                want = "a string or an integer" if k == "label" else "a string"
+                raise DataError(f"{path}:{n}: field {k!r} must be {want}, got {type(v).__name__} {json.dumps(v)[:40]}")
         vals = tuple(obj[k] for k in keys)
         out.append(vals[0] if task == "lm" else vals)
     if not out:

@@ -206,8 +206,8 @@ class BPETokenizer(Tokenizer):
 
         floor = len(SPECIALS) + 256
         if vocab_size < floor:
-            raise ValueError(f"byte-level BPE needs vocab_size >= {floor} (specials + 256 bytes), "
-                             f"got {vocab_size}")
+            raise DataError(f"byte-level BPE needs vocab_size >= {floor} (specials + 256 bytes), got vocab_size="
+                            f"{vocab_size}; raise vocab_size or use tokenizer=char")
         hf = HFTokenizer(models.BPE())
         hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         hf.decoder = decoders.ByteLevel()

@@ -1,10 +1,10 @@
 """``synthformer plot bench``: speed and memory against length from ``synthformer bench`` JSONL rows."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import InputError
+from ..jsonl import read_rows
 from .style import check_out, colour_map, integer_ticks, log_ticks, ordered, pyplot, short_tails
 
 REQUIRED = {"variant", "scope", "mode", "length", "tokens_per_s"}
@@ -16,23 +16,12 @@ def read_rows(paths: list[str]) -> list[dict]:
     rows = []
     for path in paths:
         try:
-            lines = Path(path).read_text().splitlines()
+            text = Path(path).read_text()
         except (OSError, UnicodeDecodeError) as e:
             raise InputError(f"{path}: cannot read ({type(e).__name__}: {e}); give JSONL written by synthformer bench "
                              "--out") from None
-        for i, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(f"{path}:{i}: not JSON ({e.msg}); expected rows written by synthformer bench") from None
-            if not isinstance(row, dict):
-                raise InputError(f"{path}:{i}: not a JSON object; expected rows written by synthformer bench")
-            missing = REQUIRED - set(row)
-            if missing:
-                raise InputError(f"{path}:{i}: row lacks {sorted(missing)}; expected rows written by synthformer bench")
-            rows.append({**row, "_file": str(path)})
+        fix = "expected rows written by synthformer bench"
+        rows += [{**row, "_file": str(path)} for _, row in read_rows(text, path, InputError, fix, tuple(sorted(REQUIRED)))]
     if not rows:
         raise InputError(f"no rows in {', '.join(paths)}; run `synthformer bench --out FILE` first")
     return rows

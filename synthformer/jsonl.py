@@ -1,0 +1,31 @@
+"""The one JSONL reader: user data files (``data.files``), a run's ``metrics.jsonl`` (``runs``) and
+``synthformer bench`` rows (``plots.bench``) all go through `read_rows`, so every bad line is the
+same one-line error naming the file, the line and what is wrong."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def read_rows(text: str, path: Path | str, error: type[Exception], fix: str,
+              required: tuple[str, ...] = ()) -> list[tuple[int, dict]]:
+    """(line number, object) for every non-blank line of ``text`` (the contents of ``path``).
+
+    A line that is not JSON, not a JSON object, or lacks a key of ``required`` raises ``error``:
+    ``"PATH:LINE: what is wrong; FIX"``.
+    """
+    rows = []
+    for n, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise error(f"{path}:{n}: not JSON ({e.msg}); {fix}") from None
+        if not isinstance(row, dict):
+            raise error(f"{path}:{n}: not a JSON object; {fix}")
+        missing = [k for k in required if k not in row]
+        if missing:
+            raise error(f"{path}:{n}: lacks {missing}; {fix}")
+        rows.append((n, row))
+    return rows
