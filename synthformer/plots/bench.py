@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InputError
-from ..jsonl import read_rows
+from .. import jsonl
 from .style import check_out, colour_map, integer_ticks, log_ticks, ordered, pyplot, short_tails
 
 REQUIRED = {"variant", "scope", "mode", "length", "tokens_per_s"}
@@ -21,7 +21,7 @@ def read_rows(paths: list[str]) -> list[dict]:
             raise InputError(f"{path}: cannot read ({type(e).__name__}: {e}); give JSONL written by synthformer bench "
                              "--out") from None
         fix = "expected rows written by synthformer bench"
-        rows += [{**row, "_file": str(path)} for _, row in read_rows(text, path, InputError, fix, tuple(sorted(REQUIRED)))]
+        rows += [{**row, "_file": str(path)} for _, row in jsonl.read_rows(text, path, InputError, fix, tuple(sorted(REQUIRED)))]
     if not rows:
         raise InputError(f"no rows in {', '.join(paths)}; run `synthformer bench --out FILE` first")
     return rows
