@@ -2,9 +2,11 @@
 evaluation decodes (greedy or beam) and scores BLEU and chrF (sacrebleu) and ROUGE-L (rouge-score)."""
 from __future__ import annotations
 
+import numpy as np
 import torch.nn.functional as F
 
 from ..data import SequenceBatches, encode_pairs
+from ..stats import N_BOOT, bootstrap_ses
 from .base import Task, perplexity
 from .lm import model_pad_id
 
@@ -80,13 +82,45 @@ def cut_at_eos(ids: list[int], eos_id: int) -> list[int]:
     return ids[:ids.index(eos_id)] if eos_id in ids else ids
 
 
-def text_metrics(hyps: list[str], refs: list[str]) -> dict:
-    """Corpus BLEU and chrF (sacrebleu) and mean ROUGE-L F1 (rouge-score), all in 0..100."""
+def text_item_stats(hyps: list[str], refs: list[str]) -> np.ndarray:
+    """(N, 29) per-sentence sufficient statistics: sacrebleu's BLEU counts (hyp/ref length, 4 matched
+    and 4 total n-gram counts), its chrF counts (6 character orders x hyp/ref/match) and the ROUGE-L
+    F1 (rouge-score, Porter stemmer, the same setting on every split). Corpus BLEU and chrF are
+    functions of the column sums (sacrebleu scores a corpus from summed sentence statistics), the
+    ROUGE-L of their mean: `text_scores` turns a sum back into scores, so a bootstrap over sentences
+    resamples rows instead of rescoring strings."""
     import sacrebleu
     from rouge_score import rouge_scorer
 
-    scorer = rouge_scorer.RougeScorer(["rougeL"])
-    rouge = sum(scorer.score(r, h)["rougeL"].fmeasure for h, r in zip(hyps, refs)) / max(1, len(hyps))
-    return {"bleu": sacrebleu.corpus_bleu(hyps, [refs]).score,
-            "chrf": sacrebleu.corpus_chrf(hyps, [refs]).score,
-            "rougeL": 100.0 * rouge, "decoded": len(hyps)}
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    bleu = sacrebleu.BLEU()._extract_corpus_statistics(hyps, [refs])  # N x 10
+    chrf = sacrebleu.CHRF()._extract_corpus_statistics(hyps, [refs])  # N x 18
+    rouge = [[scorer.score(r, h)["rougeL"].fmeasure] for h, r in zip(hyps, refs)]
+    return np.concatenate([np.asarray(bleu, dtype=np.float64).reshape(len(hyps), _BLEU_COLS),
+                           np.asarray(chrf, dtype=np.float64).reshape(len(hyps), _CHRF_COLS),
+                           np.asarray(rouge, dtype=np.float64).reshape(len(hyps), 1)], axis=1)  # (N, 29)
+
+
+_BLEU_COLS, _CHRF_COLS = 10, 18  # sacrebleu's defaults: 4-gram BLEU; chrF with 6 character orders, no words
+
+
+def text_scores(stats: np.ndarray) -> dict:
+    """{"bleu", "chrf", "rougeL"} (0..100) of the sentences whose `text_item_stats` rows are `stats` (N, 29)."""
+    import sacrebleu
+
+    total = stats.sum(axis=0)  # (29,)
+    return {"bleu": float(sacrebleu.BLEU()._compute_score_from_stats(total[:_BLEU_COLS]).score),
+            "chrf": float(sacrebleu.CHRF()._compute_score_from_stats(total[_BLEU_COLS:-1]).score),
+            "rougeL": 100.0 * float(total[-1]) / max(1, len(stats))}
+
+
+def text_metrics(hyps: list[str], refs: list[str], n_boot: int = N_BOOT) -> dict:
+    """Corpus BLEU and chrF (sacrebleu, default settings) and mean ROUGE-L F1 (rouge-score with the
+    Porter stemmer), all in 0..100, each with its bootstrap standard error over sentences
+    ("bleu_se", ...; `n_boot` resamples, 0: none), and "decoded" (how many sentence pairs)."""
+    stats = text_item_stats(hyps, refs)  # (N, 29)
+    out = text_scores(stats)
+    if n_boot and len(hyps):
+        ses = bootstrap_ses(stats, {k: (lambda s, k=k: text_scores(s)[k]) for k in out}, n_boot=n_boot)
+        out.update({f"{k}_se": v for k, v in ses.items()})
+    return {**out, "decoded": len(hyps)}

@@ -1,0 +1,136 @@
+"""Uncertainty of evaluation numbers: a bootstrap over evaluation items, and a 95% interval over seeds.
+
+Two sources of noise make a reported metric uncertain:
+- **items**: the evaluation set is a sample of the items (sequences, examples, sentences) a task
+  could be scored on. `bootstrap_se` resamples the items with replacement and recomputes the
+  corpus-level statistic (perplexity, corpus BLEU, accuracy, ...); the standard deviation of the
+  recomputed values is the standard error (Efron & Tibshirani 1993, ch. 6).
+- **seeds**: training itself is random. `combine` takes one value per seed (each with its item SE)
+  and gives the mean with a 95% interval that counts both.
+
+Corpus statistics that are functions of per-item sums (perplexity from loss sums and token counts,
+BLEU and chrF from sacrebleu's per-sentence n-gram counts, mean ROUGE-L, accuracy) pass a 2-D array
+of per-item statistics, and a `statistic` that sums it; resampling then costs one gather and one sum
+per replicate (`bootstrap_ses` scores several statistics on the same resamples).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+
+N_BOOT = 200  # bootstrap replicates: enough for a standard error to ~5% (its CV is ~1/sqrt(2 n_boot))
+
+
+def bootstrap_ses(items, statistics: dict[str, Callable], n_boot: int = N_BOOT, seed: int = 0) -> dict[str, float]:
+    """{name: bootstrap standard error} of several corpus statistics on the same resamples.
+
+    `items` is a sequence (or array whose first axis indexes the items) of N evaluation items; each
+    replicate draws N item indices uniformly with replacement from a generator seeded with `seed`
+    (numpy's default PCG64), and every `statistics[name]` gets ``items[indices]`` (a numpy array)
+    and returns a float. The SE is the standard deviation (ddof=1) of the `n_boot` replicate values.
+    One item gives 0.0 (every resample is that item); no items is an error."""
+    arr = items if isinstance(items, np.ndarray) else np.asarray(items)
+    n = len(arr)
+    if n == 0:
+        raise ValueError("bootstrap_se needs at least one item")
+    if n_boot < 2:
+        raise ValueError(f"bootstrap_se needs n_boot >= 2, got {n_boot}")
+    if n == 1:
+        return {name: 0.0 for name in statistics}
+    rng = np.random.default_rng(seed)
+    values = {name: np.empty(n_boot) for name in statistics}
+    for b in range(n_boot):
+        sample = arr[rng.integers(0, n, size=n)]
+        for name, fn in statistics.items():
+            values[name][b] = fn(sample)
+    return {name: float(np.std(v, ddof=1)) for name, v in values.items()}
+
+
+def bootstrap_se(items, statistic: Callable, n_boot: int = N_BOOT, seed: int = 0) -> float:
+    """Bootstrap standard error of ``statistic(items)`` over resamples of the items (see `bootstrap_ses`).
+
+    Example: the SE of a perplexity from per-sequence (loss sum, token count) rows::
+
+        bootstrap_se(rows, lambda s: math.exp(s[:, 0].sum() / s[:, 1].sum()))
+    """
+    return bootstrap_ses(items, {"se": statistic}, n_boot, seed)["se"]
+
+
+def t_quantile(p: float, dof: float) -> float:
+    """The `p` quantile (0.5 <= p < 1) of Student's t with `dof` > 0 degrees of freedom (inf: normal).
+
+    Newton's method on the CDF, the CDF being 1/2 + the integral of the density from 0 (Simpson's
+    rule on a grid fine enough for 1e-9 here); no scipy needed."""
+    if not 0.5 <= p < 1.0 or not dof > 0:
+        raise ValueError(f"t_quantile needs 0.5 <= p < 1 and dof > 0, got p={p}, dof={dof}")
+    if math.isinf(dof):
+        return _normal_quantile(p)
+    log_c = math.lgamma((dof + 1) / 2) - math.lgamma(dof / 2) - 0.5 * math.log(dof * math.pi)
+
+    def density(t):
+        return np.exp(log_c - (dof + 1) / 2 * np.log1p(np.square(t) / dof))
+
+    def cdf(x):
+        grid = np.linspace(0.0, x, 4001)  # even number of intervals for Simpson's rule
+        w = np.ones_like(grid)
+        w[1:-1:2], w[2:-1:2] = 4.0, 2.0
+        return 0.5 + float((w * density(grid)).sum()) * (x / 4000) / 3
+
+    x = _normal_quantile(p) * (1.0 + 1.0 / dof)  # a start above the root's neighbourhood for small dof
+    for _ in range(100):
+        step = (cdf(x) - p) / float(density(x))
+        x = max(x - step, x / 10)  # never jump to or past 0 (the CDF is concave for x > 0: from below, Newton climbs monotonically)
+        if abs(step) < 1e-10 * max(1.0, x):
+            break
+    return x
+
+
+def _normal_quantile(p: float) -> float:
+    """Standard normal quantile by bisection on erf (exact to float precision)."""
+    lo, hi = -40.0, 40.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def combine(values: Sequence[float], ses: Sequence[float | None], level: float = 0.95) -> tuple[float, float, float]:
+    """(mean, lo, hi): the mean over seeds of a metric and its `level` (95%) interval.
+
+    With n seeds, values v_i and item SEs se_i (None where a seed has none), q = 1 - (1 - level) / 2:
+        a = s^2 / n      s^2 = sum (v_i - mean)^2 / (n - 1)   (the seed spread; 0 when n = 1)
+        b = mean(se_i^2) over the seeds that have one          (the item variance; 0 when none)
+        half = sqrt((t(q, n - 1) * sqrt(a))^2 + (z(q) * sqrt(b))^2),   lo, hi = mean -/+ half
+    i.e. the half-widths of the two intervals, the t interval over seeds and the normal interval of
+    the item bootstrap, added in quadrature. The seeds are scored on the same evaluation items, so
+    the item noise is shared by all of them and does not average out over seeds: b enters whole,
+    not divided by n. With b = 0 this is the t interval over seeds; with one seed (a = 0) it is the
+    item interval alone, which misses the seed spread. Each part keeps its own quantile, so the
+    interval never narrows when either source of noise grows (a Welch-Satterthwaite t on a + b
+    would: more item noise raises its degrees of freedom), at the price of erring wide.
+    With one seed and no SE there is no interval: lo = hi = NaN (every comparison with NaN is
+    false, so nothing is decided on it). A non-finite mean gives NaN bounds too.
+    """
+    v = np.asarray([float(x) for x in values], dtype=float)
+    n = len(v)
+    if n == 0:
+        raise ValueError("combine needs at least one value")
+    mean = float(v.mean())
+    known = [float(s) for s in ses if s is not None]
+    if any(not math.isfinite(s) or s < 0 for s in known):
+        raise ValueError(f"combine: standard errors must be finite and >= 0, got {list(ses)}")
+    a = float(v.var(ddof=1)) / n if n > 1 else 0.0
+    b = float(np.mean(np.square(known))) if known else 0.0
+    if not math.isfinite(mean) or (n == 1 and not known):
+        return mean, math.nan, math.nan
+    if a + b == 0.0:
+        return mean, mean, mean  # identical seeds and no item noise: a point
+    q = 1 - (1 - level) / 2
+    seed_half = t_quantile(q, n - 1) * math.sqrt(a) if n > 1 else 0.0
+    half = math.hypot(seed_half, _normal_quantile(q) * math.sqrt(b))
+    return mean, mean - half, mean + half
