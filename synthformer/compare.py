@@ -252,6 +252,7 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
         log(f"{seeds} seeds per variant (validation: {eval_items(data, base)} items; {SMALL_EVAL_SEEDS} seeds under "
             f"{SMALL_EVAL})")
     seed_values_ = seed_list(base.seed, seeds)
+    log(f"{out}: {', '.join(names)} x {seeds} seed(s)" + (", each after the same learning-rate sweep" if tune else ""))
     cell = _Cells(base, data, seq_len, pooling, log)
     rows = []
     total = len(names) * seeds

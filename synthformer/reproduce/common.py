@@ -139,8 +139,6 @@ class Context:
         records its settings (`compare.check_settings`): one run with other settings is refused."""
         from ..compare import compare
 
-        self.log(f"{self.name}/{grid.key}: {grid.title}: {', '.join(grid.variants)} x {self.seeds or 'auto'} seed(s)"
-                 + (" after a learning-rate sweep each" if self.tune else ""))
         return compare(list(grid.variants), self.train_overrides(grid), dict(grid.model), self.out / grid.key,
                        log=self.log, seeds=self.seeds, kind=grid.kind, tune=self.tune, reuse=True)
 
