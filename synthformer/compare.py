@@ -248,9 +248,9 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
     pooling = model_overrides.get("pooling", ModelConfig.preset(base.preset).pooling)
     data = prepare_data(base, seq_len, log=log, pooling=pooling)  # one tokenizer and encoding for all
     if seeds is None:
-        seeds = default_seeds(eval_items(data, base))
-        log(f"{seeds} seeds per variant (validation: {eval_items(data, base)} items; {SMALL_EVAL_SEEDS} seeds under "
-            f"{SMALL_EVAL})")
+        items = eval_items(data, base)
+        seeds = default_seeds(items)
+        log(f"{seeds} seeds per variant (validation: {items} items; {SMALL_EVAL_SEEDS} seeds under {SMALL_EVAL})")
     seed_values_ = seed_list(base.seed, seeds)
     log(f"{out}: {', '.join(names)} x {seeds} seed(s)" + (", each after the same learning-rate sweep" if tune else ""))
     cell = _Cells(base, data, seq_len, pooling, log)

@@ -160,6 +160,19 @@ def test_compare_out_that_cannot_be_a_folder_is_one_line(dialogue, tmp_path, whe
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
 
 
+def test_default_seeds_follow_the_size_of_the_validation_split(dialogue):
+    """3 seeds by default, 5 when the final evaluation reads under 200 items (here: LM blocks)."""
+    from synthformer.compare import DEFAULTS, default_seeds, eval_items
+    from synthformer.train import TrainConfig, prepare_data
+
+    cfg = TrainConfig(**{**DEFAULTS, "data": str(dialogue), "vocab_size": 300, "batch_size": 4})
+    data = prepare_data(cfg, 24, log=lambda *a: None)
+    blocks = (len(data.encoded["valid"]) - 1) // 24  # block i starts at token 24 i and holds 25 tokens
+    assert eval_items(data, cfg) == blocks and 0 < blocks < 200
+    assert eval_items(data, TrainConfig(**{**cfg.to_dict(), "final_eval_batches": 1})) == min(blocks, 4)
+    assert [default_seeds(n) for n in (blocks, 199, 200, 5000)] == [5, 5, 3, 3]
+
+
 # ----------------------------------------------------------------------------- report
 def row(variant, ppl, tps, params=1000):
     return {"variant": variant, "params": params, "metrics": {"ppl": ppl}, "tokens_per_s": tps}

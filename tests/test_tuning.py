@@ -3,34 +3,17 @@ validation split; a tiny sweep runs through the real `compare` and the chosen va
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
 
-from conftest import run_in_process
 from synthformer.errors import ConfigError
 from synthformer.train import TrainConfig
 from synthformer.tuning import TuneConfig, candidates, has_tables, make_tune
+from test_compare import compare_main, dialogue  # noqa: F401 (dialogue: the tiny data file fixture)
 
-WORDS = "hello how are you doing today fine thanks what about the weather is nice here".split()
 TINY = ["--steps", "3", "--seq_len", "24", "--vocab_size", "300", "--batch_size", "4", "--eval_batches", "2",
         "--threads", "1", "--progress", "false", "--warmup_steps", "1"]
-
-
-@pytest.fixture(scope="module")
-def dialogue(tmp_path_factory) -> Path:
-    rng = random.Random(0)
-    path = tmp_path_factory.mktemp("data") / "dialogue.txt"
-    path.write_text("\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 20)))
-                              for _ in range(300)) + "\n")
-    return path
-
-
-def compare_main(*args):
-    from synthformer.compare import main
-
-    return run_in_process(main, *args)
 
 
 def test_a_tiny_sweep_through_compare_chooses_the_argmin_of_validation(dialogue, tmp_path):
