@@ -9,7 +9,7 @@ returns the row that compare / reproduce put beside the variants:
 | lm | interpolated Kneser-Ney bigram (d = 0.75), and an add-one unigram | ppl, loss, unigram_ppl |
 | mlm | add-one unigram of the train tokens that can be masked | loss (nats), ppl |
 | classify (all kinds) | the train split's majority class | accuracy (0-100) |
-| seq2seq-summarization | lead-k: the first k source words, k = mean train reference length in words | rougeL, bleu, chrf |
+| seq2seq-summarization | lead-k: the first k source words (k: mean train reference words) | rougeL, bleu, chrf |
 | seq2seq-mt, plain seq2seq | copy the source | bleu, chrf, rougeL |
 | seq2seq-dialogue | the most frequent train response, for every input | bleu, rougeL, chrf |
 

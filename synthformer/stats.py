@@ -81,7 +81,8 @@ def t_quantile(p: float, dof: float) -> float:
     x = _normal_quantile(p) * (1.0 + 1.0 / dof)  # a start above the root's neighbourhood for small dof
     for _ in range(100):
         step = (cdf(x) - p) / float(density(x))
-        x = max(x - step, x / 10)  # never jump to or past 0 (the CDF is concave for x > 0: from below, Newton climbs monotonically)
+        # never jump to or past 0; the CDF is concave for x > 0, so from below Newton climbs monotonically
+        x = max(x - step, x / 10)
         if abs(step) < 1e-10 * max(1.0, x):
             break
     return x

@@ -1,15 +1,27 @@
-"""Tasks: one shared evaluation loop, per-task hooks; MLM's model_fields is pure; CLS pooling reads a CLS token."""
+"""Tasks: one shared evaluation loop, per-task hooks, bootstrap SEs against literal resampling, what seq2seq
+decodes (a seeded sample, source-bound lengths); MLM's model_fields is pure; CLS pooling reads a CLS token."""
+import dataclasses
+import json
+import math
+import statistics
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
+import sacrebleu
 import torch
 import torch.nn.functional as F
+from rouge_score import rouge_scorer
 
 from synthformer import ModelConfig, build_model
 from synthformer.data import ByteTokenizer
 from synthformer.errors import ConfigError
-from synthformer.tasks import TASKS, ClassifyTask, LMTask, MLMTask, Seq2SeqTask, Task, build_task
+from synthformer.evaluation import decode_sample, evaluate
+from synthformer.task_data import TaskData
+from synthformer.tasks import TASKS, ClassifyTask, LMTask, MLMTask, Seq2SeqTask, Task, build_task, text_metrics
 from synthformer.tasks.classify import classifier_input
+from synthformer.tasks.seq2seq import cut_at_eos, decode_limit
+from synthformer.train import TrainConfig
 
 TOK = ByteTokenizer()
 L = 12
@@ -51,10 +63,11 @@ def test_no_task_writes_its_own_evaluation_loop():
 
 
 @pytest.mark.parametrize("task,kind,batches,keys", [
-    (LMTask(), "lm", _lm_batches, {"loss", "ppl", "eval_tokens"}),
-    (MLMTask(), "mlm", _lm_batches, {"loss", "ppl", "masked_tokens"}),
-    (ClassifyTask(), "classifier", _cls_batches, {"loss", "accuracy", "chance_accuracy", "examples"}),
-    (Seq2SeqTask(), "seq2seq", _s2s_batches, {"loss", "ppl", "eval_tokens"}),
+    (LMTask(), "lm", _lm_batches, {"loss", "ppl", "eval_tokens", "loss_se", "ppl_se"}),
+    (MLMTask(), "mlm", _lm_batches, {"loss", "ppl", "masked_tokens", "loss_se", "ppl_se"}),
+    (ClassifyTask(), "classifier", _cls_batches, {"loss", "accuracy", "chance_accuracy", "examples", "loss_se",
+                                                  "accuracy_se"}),
+    (Seq2SeqTask(), "seq2seq", _s2s_batches, {"loss", "ppl", "eval_tokens", "loss_se", "ppl_se"}),
 ])
 def test_evaluate_stops_at_max_batches_and_is_repeatable(task, kind, batches, keys):
     model = _model(kind, **({"num_classes": 3} if kind == "classifier" else {}))
@@ -92,12 +105,14 @@ def test_classify_evaluate_counts_correct_labels():
     assert out["chance_accuracy"] == pytest.approx(100.0 * 6 / 12)  # label 1 is half of [0, 1, 2, 1]
 
 
-def test_seq2seq_evaluate_decodes_only_up_to_decode_examples():
+def test_seq2seq_evaluate_decodes_the_decode_batches_only():
     model = _model("seq2seq")
-    none = Seq2SeqTask().evaluate(model, _s2s_batches(), TOK, decode_examples=0)
-    some = Seq2SeqTask().evaluate(model, _s2s_batches(), TOK, decode_examples=3, max_new_tokens=4)
-    assert "bleu" not in none and some["decoded"] == 3 and len(some["examples"]) == 3
+    none = Seq2SeqTask().evaluate(model, _s2s_batches(), TOK)
+    some = Seq2SeqTask().evaluate(model, _s2s_batches(), TOK, decode_batches=_s2s_batches(1), decode_of=9,
+                                  max_new_tokens=4)
+    assert "bleu" not in none and some["decoded"] == 2 and some["decoded_of"] == 9 and len(some["examples"]) == 2
     assert some["loss"] == pytest.approx(none["loss"])
+    assert {"bleu_se", "chrf_se", "rougeL_se"} <= set(some)
 
 
 # ----------------------------------------------------------------------------- MLM: model_fields is pure
@@ -173,3 +188,107 @@ def test_sentence_pairs_cut_the_longer_side_first():
     assert ids == [TOK.bos_id] + TOK.encode("a" * 5) + [TOK.sep_id] + TOK.encode("b" * 5)  # both halved
     with pytest.raises(ValueError, match="1 of 1 sentence pairs longer than max_len=12"):
         task.encode([(("a" * 30, "b"), 0)], TOK, seq_len=L, strict=True)
+
+
+# ----------------------------------------------------------------------------- standard errors
+def _literal_bootstrap_se(statistic, n, n_boot=200, seed=0):
+    """The SD of statistic(item indices) over the index draws bootstrap_se makes, one replicate at a time."""
+    rng = np.random.default_rng(seed)
+    reps = []
+    for _ in range(n_boot):
+        idx = rng.integers(0, n, size=n)
+        reps.append(statistic([int(i) for i in idx]))
+    return statistics.stdev(reps)
+
+
+def test_lm_ses_resample_sequences():
+    model, batches = _model("lm"), _lm_batches(4)
+    out = LMTask().evaluate(model, batches, TOK)
+    sums, counts = [], []
+    with torch.no_grad():
+        for b in batches:
+            for row in b["tokens"]:  # one sequence at a time
+                sums.append(F.cross_entropy(model(row[None, :-1])[0], row[1:], reduction="sum").item())
+                counts.append(L)
+    assert out["loss"] == pytest.approx(sum(sums) / sum(counts), rel=1e-5)
+    loss = lambda idx: sum(sums[i] for i in idx) / sum(counts[i] for i in idx)  # noqa: E731
+    assert out["loss_se"] == pytest.approx(_literal_bootstrap_se(loss, len(sums)), rel=1e-4)
+    assert out["ppl_se"] == pytest.approx(_literal_bootstrap_se(lambda idx: math.exp(loss(idx)), len(sums)), rel=1e-4)
+    assert out["ppl_se"] > 0 and all(type(out[k]) is float for k in ("loss_se", "ppl_se"))
+    json.dumps(out)  # JSON-plain
+
+
+def test_classify_accuracy_se_resamples_examples():
+    model, batches = _model("classifier", num_classes=3), _cls_batches(5)
+    out = ClassifyTask().evaluate(model, batches, TOK)
+    with torch.no_grad():
+        right = [int(r) for b in batches for r in (model(b["tokens"]).argmax(-1) == b["labels"])]
+    acc = lambda idx: 100.0 * sum(right[i] for i in idx) / len(idx)  # noqa: E731
+    assert out["accuracy_se"] == pytest.approx(_literal_bootstrap_se(acc, len(right)), rel=1e-9)
+    assert type(out["accuracy_se"]) is float
+
+
+def test_text_metrics_ses_match_rescoring_the_strings():
+    hyps = ["the cats sat on a mat", "a dog barks", "hello there", "we walked home", "it rains", "good night all"]
+    refs = ["the cat sat on the mat", "the dog barked", "hello", "they walk home now", "it is raining", "night"]
+    out = text_metrics(hyps, refs, n_boot=40)
+    assert out["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score)
+    assert out["chrf"] == pytest.approx(sacrebleu.corpus_chrf(hyps, [refs]).score)
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    assert out["rougeL"] == pytest.approx(100 * statistics.mean(scorer.score(r, h)["rougeL"].fmeasure
+                                                                 for h, r in zip(hyps, refs)))
+    pick = lambda idx: ([hyps[i] for i in idx], [[refs[i] for i in idx]])  # noqa: E731
+    assert out["bleu_se"] == pytest.approx(
+        _literal_bootstrap_se(lambda idx: sacrebleu.corpus_bleu(*pick(idx)).score, len(hyps), n_boot=40), rel=1e-9)
+    assert out["chrf_se"] == pytest.approx(
+        _literal_bootstrap_se(lambda idx: sacrebleu.corpus_chrf(*pick(idx)).score, len(hyps), n_boot=40), rel=1e-9)
+
+
+def test_rouge_is_stemmed():
+    assert text_metrics(["cats running"], ["cat runs"], n_boot=0)["rougeL"] == pytest.approx(100.0)
+
+
+# ----------------------------------------------------------------------------- what seq2seq decodes
+def test_decode_sample_is_seeded_and_ignores_batching():
+    assert decode_sample(10, 0) == [] and decode_sample(10, 10) == list(range(10)) == decode_sample(10, 99)
+    sample = decode_sample(1000, 50)
+    assert sample == decode_sample(1000, 50) and sample == sorted(set(sample)) and len(sample) == 50
+    assert sample != list(range(50)) and sample != decode_sample(1000, 50, seed=1)
+
+
+def test_decode_length_comes_from_the_source_not_the_reference():
+    torch.manual_seed(0)
+    model = build_model(ModelConfig.preset("tiny", kind="seq2seq", vocab_size=TOK.vocab_size, max_seq_len=64,
+                                           embed_dim=16, num_heads=2, ffn_dim=32, dropout=0.0)).eval()
+    batch = _s2s_batches(1)[0]
+    batch["src_padding_mask"][1, 3:] = True  # row 1: a 3-token source
+    long_ref = dict(batch, tgt=torch.cat([batch["tgt"]] * 3, 1),
+                    tgt_padding_mask=torch.cat([batch["tgt_padding_mask"]] * 3, 1))
+    hyps, _ = Seq2SeqTask().decode_batch(model, batch, TOK)
+    assert hyps == Seq2SeqTask().decode_batch(model, long_ref, TOK)[0]  # the reference's length plays no part
+    assert decode_limit(8, 64) == 22 and decode_limit(3, 64) == 15 and decode_limit(100, 64) == 63
+    ids = model.generate(batch["src"], src_padding_mask=batch["src_padding_mask"], max_new_tokens=22)
+    assert hyps == [TOK.decode(cut_at_eos(row.tolist()[:n], TOK.eos_id)) for row, n in zip(ids, (22, 15))]
+
+
+@pytest.mark.filterwarnings("ignore:.*truncated")
+def test_evaluation_decodes_a_seeded_sample_of_the_whole_split():
+    pairs = [(f"source {i} " + "x" * (i % 7), f"ref {i}") for i in range(16)]
+    task = Seq2SeqTask()
+    encoded = {"valid": task.encode(pairs, TOK, 16)}
+    data = TaskData(task, TOK, SimpleNamespace(meta={}), encoded, 16)
+    cfg = TrainConfig(task="seq2seq", batch_size=4, eval_batches=1, decode_examples=5)
+    seen = []
+    real = task.decode_batch
+
+    def spy(model, batch, tokenizer, **kw):
+        hyps, refs = real(model, batch, tokenizer, **kw)
+        seen.extend(refs)
+        return hyps, refs
+
+    task.decode_batch = spy
+    out = evaluate(task, _model("seq2seq"), data, cfg)
+    assert out["decoded"] == 5 and out["decoded_of"] == 16  # not limited by eval_batches=1
+    assert sorted(seen) == sorted(TOK.decode(encoded["valid"][i][1][1:-1]) for i in decode_sample(16, 5))
+    whole = evaluate(task, _model("seq2seq"), data, dataclasses.replace(cfg, decode_examples=1000))
+    assert whole["decoded"] == whole["decoded_of"] == 16

@@ -4,7 +4,11 @@ A task holds no loop code (that lives in `synthformer.train`): it says which mod
 how to turn `DataSplits` into encoded examples and resumable batchers, the loss of one batch, and
 the metrics of a validation pass. The validation pass itself is `Task.evaluate`, the same loop for
 every task; a task changes what it adds up per batch (`eval_batch`) and the metrics it reports
-(`eval_metrics`).
+(`eval_metrics`), and may decode after the pass (`eval_decode`).
+
+Every evaluation also keeps per-item statistics (one row per sequence or example: its loss sum and
+prediction count, its correctness, its sentence statistics) so that each headline metric comes with
+"<metric>_se", its bootstrap standard error over the evaluated items (`synthformer.stats`).
 """
 from __future__ import annotations
 
@@ -12,11 +16,16 @@ import itertools
 import math
 from typing import Any, Iterable
 
+import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import Tensor
+
 from ..errors import InputError
+from ..stats import N_BOOT, bootstrap_ses
 
 Batch = dict  # name -> tensor, as yielded by the batchers of `synthformer.data.batching`
+IGNORE = -100  # cross-entropy target of positions (or items) not predicted
 
 
 class Task:
@@ -27,6 +36,7 @@ class Task:
     data_task = ""  # the task asked of `synthformer.data.load_source`
     main_metric = "loss"  # the metric a comparison table reports
     higher_is_better = False  # direction of `main_metric`
+    decodes = False  # True: the evaluation also decodes a sample of the split (`eval_decode`)
 
     def model_fields(self, tokenizer, splits) -> dict:
         """ModelConfig fields fixed by the data: vocabulary size, special ids (+ num_classes)."""
@@ -42,9 +52,15 @@ class Task:
         """A resumable batcher (state_dict / load_state_dict) over encoded examples."""
         raise NotImplementedError
 
+    def predictions(self, model, batch: Batch, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor, int]:
+        """(logits (B, ..., V), targets (B, ...), ignored target id): what the loss compares."""
+        raise NotImplementedError
+
     def loss(self, model, batch: Batch, generator: torch.Generator | None = None) -> tuple[Tensor, int]:
         """(mean loss of the batch, number of predictions it averages over)."""
-        raise NotImplementedError
+        logits, targets, ignore = self.predictions(model, batch, generator)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), ignore_index=ignore)
+        return loss, int((targets != ignore).sum())
 
     def num_tokens(self, batch: Batch) -> int:
         """Real (non-padding) input tokens in a batch, for tokens/s."""
@@ -55,8 +71,9 @@ class Task:
                  **options) -> dict:
         """Metrics over (at most `max_batches` of) `batches`: the one evaluation loop of every task.
 
-        Each batch goes to `eval_batch`, which adds to a running total; `eval_metrics` turns the
-        totals into metrics. `options` (e.g. seq2seq's ``decode``) reach both hooks."""
+        Each batch goes to `eval_batch`, which adds to a running total; then `eval_decode` may decode
+        (seq2seq: the batches of option ``decode_batches``); `eval_metrics` turns the totals into
+        metrics. `options` (e.g. seq2seq's ``decode``) reach every hook."""
         totals = {"loss_sum": 0.0, "count": 0}  # the hooks may add their own keys
         generator = torch.Generator().manual_seed(1234)  # fixed: evaluations are comparable
         device = device_of(model)
@@ -64,18 +81,48 @@ class Task:
             self.eval_batch(model, to_device(batch, device), tokenizer, totals, generator, **options)
         if totals["count"] == 0:
             raise InputError("evaluation saw no batches; the validation split is empty or too small")
+        self.eval_decode(model, tokenizer, totals, **options)
         return self.eval_metrics(totals, **options)
 
     def eval_batch(self, model, batch: Batch, tokenizer, totals: dict, generator: torch.Generator,
                    **options) -> None:
-        """Add one batch to `totals`; default: the loss summed over its predictions, and their count."""
-        loss, n = self.loss(model, batch, generator)
-        totals["loss_sum"] += loss.item() * n
-        totals["count"] += n
+        """Add one batch to `totals`; default: the loss summed over its predictions, and their count
+        (per item too, for the standard errors)."""
+        add_losses(totals, *self.predictions(model, batch, generator))
+
+    def eval_decode(self, model, tokenizer, totals: dict, **options) -> None:
+        """After the loss pass: decode what `options` ask for into `totals`; default: nothing."""
 
     def eval_metrics(self, totals: dict, **options) -> dict:
-        """Metrics of an evaluation from its totals; default: mean loss per prediction and the count."""
-        return {"loss": totals["loss_sum"] / totals["count"], "count": totals["count"]}
+        """Metrics of an evaluation from its totals; default: mean loss per prediction (with its SE)
+        and the count."""
+        return {"loss": totals["loss_sum"] / totals["count"], "count": totals["count"],
+                "loss_se": loss_ses(totals)["loss_se"]}
+
+
+def add_losses(totals: dict, logits: Tensor, targets: Tensor, ignore: int) -> None:
+    """Add the cross-entropy of `logits` (B, ..., V) against `targets` (B, ...) to `totals`: the sum
+    ("loss_sum") and count of the predictions not `ignore`d, and one (loss sum, count) row per item
+    ("item_losses", a list of (B, 2) arrays)."""
+    per = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), ignore_index=ignore,
+                          reduction="none").view(targets.shape[0], -1)  # (B, predictions per item), 0 where ignored
+    sums = per.double().sum(1).cpu().numpy()  # (B,)
+    counts = (targets != ignore).view(targets.shape[0], -1).sum(1).cpu().numpy()  # (B,)
+    totals["loss_sum"] += float(sums.sum())
+    totals["count"] += int(counts.sum())
+    totals.setdefault("item_losses", []).append(np.stack([sums, counts.astype(np.float64)], axis=1))
+
+
+def loss_ses(totals: dict, n_boot: int = N_BOOT) -> dict:
+    """{"loss_se", "ppl_se"}: bootstrap SEs over the evaluated items (sequences, examples) of the mean
+    loss per prediction and of its perplexity, from the rows `add_losses` kept."""
+    items = np.concatenate(totals["item_losses"])  # (N, 2): loss sum, predictions
+
+    def loss(s):
+        return s[:, 0].sum() / max(s[:, 1].sum(), 1.0)
+
+    ses = bootstrap_ses(items, {"loss": loss, "ppl": lambda s: perplexity(loss(s))}, n_boot=n_boot)
+    return {"loss_se": ses["loss"], "ppl_se": ses["ppl"]}
 
 
 def to_device(batch: Batch, device) -> Batch:

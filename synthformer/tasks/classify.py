@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 
-import torch.nn.functional as F
+import numpy as np
 
 from ..data import DataError, SequenceBatches, encode_labelled
 from ..errors import ConfigError
-from .base import Task
+from ..stats import bootstrap_se
+from .base import IGNORE, Task, add_losses, loss_ses
 
 POOLINGS = ("mean", "cls")  # ModelConfig.pooling values
 
@@ -64,19 +65,18 @@ class ClassifyTask(Task):
                               f"(build_task('classify', pooling={pooling!r}))")
         return model(batch["tokens"], key_padding_mask=batch["padding_mask"])  # (B, C)
 
-    def loss(self, model, batch, generator=None):
-        logits = self.logits(model, batch)  # (B, C)
-        return F.cross_entropy(logits.float(), batch["labels"]), int(batch["labels"].numel())
+    def predictions(self, model, batch, generator=None):
+        return self.logits(model, batch), batch["labels"], IGNORE  # (B, C), (B,): no label is ignored
 
     def num_tokens(self, batch):
         return int((~batch["padding_mask"]).sum())
 
     def eval_batch(self, model, batch, tokenizer, totals, generator, **options):
-        logits = self.logits(model, batch)  # (B, C)
-        labels = batch["labels"]  # (B,)
-        totals["loss_sum"] += F.cross_entropy(logits.float(), labels, reduction="sum").item()
-        totals["correct"] = totals.get("correct", 0) + int((logits.argmax(-1) == labels).sum())
-        totals["count"] += labels.numel()
+        logits, labels, ignore = self.predictions(model, batch)  # (B, C), (B,)
+        add_losses(totals, logits, labels, ignore)
+        right = (logits.argmax(-1) == labels).cpu().numpy()  # (B,)
+        totals["correct"] = totals.get("correct", 0) + int(right.sum())
+        totals.setdefault("item_correct", []).append(right.astype(np.float64))
         counts = totals.setdefault("label_counts", {})
         for label in labels.tolist():
             counts[label] = counts.get(label, 0) + 1
@@ -84,9 +84,11 @@ class ClassifyTask(Task):
     def eval_metrics(self, totals, **options):
         count = totals["count"]
         majority = max(totals.get("label_counts", {0: 0}).values())
+        right = np.concatenate(totals["item_correct"])  # (N,) 1.0 where the argmax is the label
         return {"loss": totals["loss_sum"] / count, "accuracy": 100.0 * totals["correct"] / count,
                 "chance_accuracy": 100.0 * majority / count,  # always answering the most frequent label
-                "examples": count}
+                "examples": count, "loss_se": loss_ses(totals)["loss_se"],
+                "accuracy_se": bootstrap_se(100.0 * right, np.mean)}
 
 
 def pair_splits(splits):

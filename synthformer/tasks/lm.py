@@ -1,10 +1,8 @@
-"""Causal language modelling: predict every next token; metric perplexity."""
+"""Causal language modelling: predict every next token; metric perplexity (SEs over the evaluated blocks)."""
 from __future__ import annotations
 
-import torch.nn.functional as F
-
 from ..data import LMBatches, encode_lm
-from .base import Task, perplexity
+from .base import Task, loss_ses, perplexity
 
 
 class LMTask(Task):
@@ -25,21 +23,17 @@ class LMTask(Task):
         return LMBatches(encoded, seq_len, batch_size, shuffle=shuffle, seed=seed, rank=rank,
                          world_size=world_size, drop_last=shuffle)
 
-    def loss(self, model, batch, generator=None):
+    def predictions(self, model, batch, generator=None):
         tokens = batch["tokens"]  # (B, L+1)
         inputs, targets = tokens[:, :-1], tokens[:, 1:]  # (B, L) each
-        logits = model(inputs)  # (B, L, V)
-        pad = model_pad_id(model)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1),
-                               ignore_index=pad)
-        return loss, int((targets != pad).sum())
+        return model(inputs), targets, model_pad_id(model)  # logits (B, L, V)
 
     def num_tokens(self, batch):
         return batch["tokens"].shape[0] * (batch["tokens"].shape[1] - 1)
 
     def eval_metrics(self, totals, **options):
         loss = totals["loss_sum"] / totals["count"]
-        return {"loss": loss, "ppl": perplexity(loss), "eval_tokens": totals["count"]}
+        return {"loss": loss, "ppl": perplexity(loss), "eval_tokens": totals["count"], **loss_ses(totals)}
 
 
 def model_pad_id(model) -> int:

@@ -8,14 +8,12 @@ passes (saved in checkpoints, so resume is exact); evaluation uses a fixed one.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from ..data.tokenizer import MASK, SPECIALS
 from ..errors import ConfigError
-from .base import perplexity
+from .base import IGNORE, loss_ses, perplexity  # IGNORE: the target of positions not selected
 from .lm import LMTask
 
-IGNORE = -100  # cross-entropy target of positions not selected for prediction
 
 
 class MLMTask(LMTask):
@@ -59,14 +57,11 @@ class MLMTask(LMTask):
         targets = torch.where(selected, cpu, torch.full_like(cpu, IGNORE))
         return inputs.to(tokens.device), targets.to(tokens.device)
 
-    def loss(self, model, batch, generator=None):
+    def predictions(self, model, batch, generator=None):
         config = getattr(model, "module", model).config
         inputs, targets = self.mask(batch["tokens"][:, :-1], config.vocab_size, generator)  # (B, L)
-        logits = model(inputs)  # (B, L, V)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1),
-                               ignore_index=IGNORE)
-        return loss, int((targets != IGNORE).sum())
+        return model(inputs), targets, IGNORE  # logits (B, L, V)
 
     def eval_metrics(self, totals, **options):
         loss = totals["loss_sum"] / totals["count"]
-        return {"loss": loss, "ppl": perplexity(loss), "masked_tokens": totals["count"]}
+        return {"loss": loss, "ppl": perplexity(loss), "masked_tokens": totals["count"], **loss_ses(totals)}

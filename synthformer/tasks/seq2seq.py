@@ -1,13 +1,16 @@
-"""Sequence-to-sequence (translation, dialogue turns): teacher-forced cross-entropy for training;
-evaluation decodes (greedy or beam) and scores BLEU and chrF (sacrebleu) and ROUGE-L (rouge-score)."""
+"""Sequence-to-sequence (translation, dialogue turns, summaries): teacher-forced cross-entropy for
+training; evaluation also decodes (greedy or beam) the batches it is given and scores BLEU and chrF
+(sacrebleu) and ROUGE-L (rouge-score, stemmed), each with a bootstrap SE over the decoded sentences.
+A hypothesis may be as long as its source allows (`decode_limit`), never as its reference."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
-import torch.nn.functional as F
 
 from ..data import SequenceBatches, encode_pairs
 from ..stats import N_BOOT, bootstrap_ses
-from .base import Task, perplexity
+from .base import Task, device_of, loss_ses, perplexity, to_device
 from .lm import model_pad_id
 
 
@@ -19,6 +22,7 @@ class Seq2SeqTask(Task):
     data_task = "seq2seq"
     main_metric = "bleu"
     higher_is_better = True
+    decodes = True
 
     def encode(self, examples, tokenizer, seq_len, strict=False):
         # +1: the decoder reads seq_len tokens of <bos> + ids and predicts seq_len tokens of ids + <eos>
@@ -29,53 +33,63 @@ class Seq2SeqTask(Task):
         return SequenceBatches(encoded, tokenizer.pad_id, batch_size=batch_size, max_tokens=max_tokens,
                                bucket=True, shuffle=shuffle, seed=seed, rank=rank, world_size=world_size)
 
-    def loss(self, model, batch, generator=None):
+    def predictions(self, model, batch, generator=None):
         tgt, tgt_mask = batch["tgt"], batch["tgt_padding_mask"]  # (B, Lt+1)
         logits = model(batch["src"], tgt[:, :-1], src_padding_mask=batch["src_padding_mask"],
                        tgt_padding_mask=tgt_mask[:, :-1])  # (B, Lt, V)
-        targets = tgt[:, 1:]  # (B, Lt)
-        pad = model_pad_id(model)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1),
-                               ignore_index=pad)
-        return loss, int((targets != pad).sum())
+        return logits, tgt[:, 1:], model_pad_id(model)  # targets (B, Lt)
 
     def num_tokens(self, batch):
         return int((~batch["src_padding_mask"]).sum() + (~batch["tgt_padding_mask"]).sum())
 
-    def eval_batch(self, model, batch, tokenizer, totals, generator, *, decode_examples=100, decode="greedy",
-                   num_beams=4, max_new_tokens=None, **options):
-        """Teacher-forced loss of the batch; also decodes it (greedy or beam) while fewer than
-        `decode_examples` examples are decoded (0: never), for BLEU / chrF / ROUGE-L."""
-        super().eval_batch(model, batch, tokenizer, totals, generator)
+    def eval_decode(self, model, tokenizer, totals, *, decode_batches=None, decode="greedy", num_beams=4,
+                    max_new_tokens=None, **options):
+        """Decode every batch of `decode_batches` (greedy or beam), for BLEU / chrF / ROUGE-L; none
+        given: no decoding. `synthformer.evaluation` passes the batches of a seeded sample of the
+        split (`synthformer.evaluation.decode_sample`), independent of how the loss pass batches it."""
         hyps, refs = totals.setdefault("hyps", []), totals.setdefault("refs", [])
-        if len(hyps) < decode_examples:
-            h, r = self.decode_batch(model, batch, tokenizer, decode=decode, num_beams=num_beams,
-                                     max_new_tokens=max_new_tokens)
+        device = device_of(model)
+        for batch in decode_batches or ():
+            h, r = self.decode_batch(model, to_device(batch, device), tokenizer, decode=decode,
+                                     num_beams=num_beams, max_new_tokens=max_new_tokens)
             hyps.extend(h)
             refs.extend(r)
 
-    def eval_metrics(self, totals, *, decode_examples=100, **options):
+    def eval_metrics(self, totals, *, decode_of=None, **options):
         loss, count = totals["loss_sum"] / totals["count"], totals["count"]
-        out = {"loss": loss, "ppl": perplexity(loss), "eval_tokens": count}
-        hyps, refs = totals.get("hyps", [])[:decode_examples], totals.get("refs", [])[:decode_examples]
+        out = {"loss": loss, "ppl": perplexity(loss), "eval_tokens": count, **loss_ses(totals)}
+        hyps, refs = totals.get("hyps", []), totals.get("refs", [])
         if hyps:
             out.update(text_metrics(hyps, refs))
+            out["decoded_of"] = len(hyps) if decode_of is None else int(decode_of)  # == decoded: the whole split
             out["examples"] = [{"hyp": h, "ref": r} for h, r in zip(hyps[:3], refs[:3])]
         return out
 
     def decode_batch(self, model, batch, tokenizer, *, decode="greedy", num_beams=4, max_new_tokens=None):
-        """(hypotheses, references) as text for one batch."""
+        """(hypotheses, references) as text for one batch. Each hypothesis is at most
+        `max_new_tokens`, else `decode_limit` of its own source length, tokens long (never read
+        from the reference), and ends before the first <eos>."""
         model = getattr(model, "module", model)
-        limit = model.config.max_seq_len
-        max_new = min(max_new_tokens or batch["tgt"].shape[1] + 8, limit)
+        src_len = (~batch["src_padding_mask"]).sum(1).tolist()  # (B,) real source tokens
+        limits = [max_new_tokens or decode_limit(n, model.config.max_seq_len) for n in src_len]
         options = {"strategy": decode}
         if decode == "beam":
             options["num_beams"] = num_beams
         ids = model.generate(batch["src"], src_padding_mask=batch["src_padding_mask"],
-                             max_new_tokens=max_new, **options)  # (B, L) after <bos>
-        hyps = [tokenizer.decode(cut_at_eos(row.tolist(), tokenizer.eos_id)) for row in ids]
+                             max_new_tokens=max(limits), **options)  # (B, L) after <bos>
+        hyps = [tokenizer.decode(cut_at_eos(row.tolist()[:limit], tokenizer.eos_id)) for row, limit in zip(ids, limits)]
         refs = [tokenizer.decode(cut_at_eos(row.tolist()[1:], tokenizer.eos_id)) for row in batch["tgt"]]
         return hyps, refs
+
+
+DECODE_LENGTH = (1.5, 10)  # (a, b): a hypothesis gets at most a * source tokens + b tokens (fairseq's max_len_a/b)
+
+
+def decode_limit(src_len: int, max_seq_len: int) -> int:
+    """Most tokens decoded for a source of `src_len` tokens: ceil(a * src_len + b) (`DECODE_LENGTH`),
+    at most max_seq_len - 1 (the decoder's positions after <bos>)."""
+    a, b = DECODE_LENGTH
+    return max(1, min(math.ceil(a * src_len + b), max_seq_len - 1))
 
 
 def cut_at_eos(ids: list[int], eos_id: int) -> list[int]:
