@@ -101,17 +101,22 @@ def tuning_markdown(rows: list[dict], protocol: dict | None) -> str:
         return ""
     if not protocol:
         t = rows[0]["tuned"]
-        return (f"Not tuned: every variant trained with lr {t['lr']:g}, {t['warmup_steps']} warm-up steps and table "
-                f"lr multiplier {t['table_lr_mult']:g} (`--tune` gives each the same learning-rate sweep).")
-    lines = ["Tuning (the same sweep for every variant, chosen by validation "
-             f"{protocol.get('metric', 'loss')}; `synthformer.tuning`): lr x{'/'.join(f'{m:g}' for m in protocol['lr_mults'])} "
-             f"of the base, table multiplier {'/'.join(f'{m:g}' for m in protocol['table_lr_mults'])} where a variant "
-             f"has position tables, {protocol['fraction']:g} of the steps per candidate.", "",
-             "| model | lr | warm-up | table lr x | candidates (lr, warm-up, table x: validation) |", "|---|---|---|---|---|"]
+        return (f"Not tuned: every variant trained with lr {t['lr']:g}, {t['warmup_steps']} warm-up steps and "
+                f"table lr multiplier {t['table_lr_mult']:g} (`synthformer compare --tune`, and `reproduce` at "
+                "its cpu and gpu budgets, give each variant the same learning-rate sweep first).")
+    mults = "/".join(f"{m:g}" for m in protocol["lr_mults"])
+    tables = "/".join(f"{m:g}" for m in protocol["table_lr_mults"])
+    lines = [f"Tuning (the same sweep for every variant, chosen by validation {protocol.get('metric', 'loss')}; "
+             f"`synthformer.tuning`): lr x{mults} of the base, table multiplier {tables} where a variant has "
+             f"position tables, {protocol['fraction']:g} of the steps per candidate.", "",
+             "| model | lr | warm-up | table lr x | candidates (lr, warm-up, table x: validation) |",
+             "|---|---|---|---|---|"]
     for r in rows:
         t = r["tuned"]
-        tried = "; ".join(f"{c['lr']:.3g}, {c['warmup_steps']}, x{c['table_lr_mult']:g}: {c['valid']:.4f}" for c in r.get("sweep") or [])
-        lines.append(f"| {r['variant']} | {t['lr']:.3g} | {t['warmup_steps']} | {t['table_lr_mult']:g} | {tried or '—'} |")
+        tried = "; ".join(f"{c['lr']:.3g}, {c['warmup_steps']}, x{c['table_lr_mult']:g}: {c['valid']:.4f}"
+                          for c in r.get("sweep") or [])
+        lines.append(f"| {r['variant']} | {t['lr']:.3g} | {t['warmup_steps']} | {t['table_lr_mult']:g} | "
+                     f"{tried or '—'} |")
     return "\n".join(lines)
 
 

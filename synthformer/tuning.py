@@ -18,6 +18,11 @@ the baselines got no tuning at all). The protocol, used by `synthformer compare 
 3. Every seed of the variant then trains the full budget with the chosen values. They are stored in
    the result row (``"tuned"``) with every candidate's score (``"sweep"``) and printed in the reports.
 
+Cost with the defaults: a variant with position tables trains 8 candidates x 1/4 of the budget (two
+budgets' steps), one without 4 x 1/4 (one budget), beside its seeds' full runs (3 by default): about
+1.3-1.7x the time of the untuned seeds. Sized for the tiny CPU models of `reproduce --budget cpu`
+(a quarter of 800-2,000 steps is enough to tell a diverging or crawling lr from a working one).
+
 The sweep selects on the same validation split the tables report; the (small) optimism this adds
 is the same for every variant. Candidate runs live in ``OUT/tune/<variant>/<candidate>``; a rerun
 reuses finished ones and resumes an interrupted one.

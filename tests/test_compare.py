@@ -114,7 +114,8 @@ def test_compare_refuses_to_continue_with_other_settings(dialogue, tmp_path):
     shutil.rmtree(out / "Fix")  # ... and before Fix even started
     code, _, err = compare_main("--variants", "V,Fix", "--data", dialogue, "--out", out, *TINY, "--steps", "4")
     assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert "was run with other settings: train.steps 3 (now 4); rerun with those settings or choose another --out" in err
+    assert ("was run with other settings: train.steps 3 (now 4); rerun with those settings or choose another --out"
+            in err)
     assert not (out / "Fix").exists()  # nothing trained
     # results (or runs) without the settings they were made with are refused too
     (out / "settings.json").unlink()
