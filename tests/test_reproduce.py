@@ -113,6 +113,13 @@ def test_smoke_end_to_end(tmp_path, name):
         assert (out / "finetune" / "results.json").exists()
     if name == "lra":
         assert "not available" in report and "Retrieval" in report and "Pathfinder" in report
+        # the text grid is LRA's text kind; the averages are judged on per-variant means over the three tasks
+        status = {c["claim"]: c["status"] for c in results["claims"]}
+        for cid in ("lra-text-rv-close-v", "lra-avg-rv-below-v", "lra-avg-rv-above-linformer"):
+            assert status[cid] in ("reproduced", "not reproduced", "inconclusive"), (cid, status[cid])
+        average = {r["variant"]: r for r in results["sections"][-1]["rows"]}
+        tasks = [{r["variant"]: r["metrics"]["accuracy"] for r in s["rows"]} for s in results["sections"][:3]]
+        assert average["V"]["metrics"]["accuracy"] == pytest.approx(sum(t["V"] for t in tasks) / 3)
     if name == "table2":  # rerun with the same --out continues: nothing is trained again
         mtimes = {p: p.stat().st_mtime_ns for p in out.glob("*/*/done.json")}
         assert len(mtimes) == 18
