@@ -156,9 +156,11 @@ def intervals(per_seed: list[dict]) -> dict:
     for k, v in per_seed[0]["metrics"].items():
         if k.endswith("_se") or k in SKIP_INTERVAL or not _number(v):
             continue
-        values = [r["metrics"][k] for r in per_seed if _number(r["metrics"].get(k))]
-        ses = [r["metrics"].get(f"{k}_se") for r in per_seed if _number(r["metrics"].get(k))]
-        _, lo, hi = combine(values, ses)
+        seeds = [r["metrics"] for r in per_seed if _number(r["metrics"].get(k))]
+        if not seeds or not all(math.isfinite(m[k]) for m in seeds):
+            continue  # a diverged seed (inf perplexity): no interval
+        ses = [m.get(f"{k}_se") for m in seeds]
+        _, lo, hi = combine([m[k] for m in seeds], [s if _number(s) and math.isfinite(s) else None for s in ses])
         if math.isfinite(lo) and math.isfinite(hi):  # one seed without an item SE has none (NaN)
             out[k] = [lo, hi]
     return out

@@ -30,6 +30,7 @@ reuses finished ones and resumes an interrupted one.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,11 +115,17 @@ def sweep(variant: str, base, model_overrides: dict, out: Path, tune: TuneConfig
         if valid is None:
             raise ConfigError(f"tuning {variant}: the validation metric {tune.metric!r} is missing from {run}")
         scores.append({**values, "metric": tune.metric, "valid": float(valid), "steps": steps, "run": str(run)})
-    best = min(range(len(scores)), key=lambda k: scores[k]["valid"])  # min keeps the first of equals
+    best = best_index([c["valid"] for c in scores])
     chosen = {k: found[best][k] for k in TUNED_KEYS}
     log(f"tune {variant}: chose {candidate_name(chosen)} (validation {tune.metric} {scores[best]['valid']:.4f} "
         f"of {len(scores)} candidates at {steps} steps)")
     return chosen, scores
+
+
+def best_index(losses: list[float]) -> int:
+    """The candidate with the lowest loss; the first of equals; a diverged one (NaN, inf) never wins
+    unless all did."""
+    return min(range(len(losses)), key=lambda k: losses[k] if math.isfinite(losses[k]) else math.inf)
 
 
 def untuned(base) -> dict:

@@ -9,7 +9,7 @@ import pytest
 
 from synthformer.errors import ConfigError
 from synthformer.train import TrainConfig
-from synthformer.tuning import TuneConfig, candidates, has_tables, make_tune
+from synthformer.tuning import TuneConfig, best_index, candidates, has_tables, make_tune
 from test_compare import compare_main, dialogue  # noqa: F401 (dialogue: the tiny data file fixture)
 
 TINY = ["--steps", "3", "--seq_len", "24", "--vocab_size", "300", "--batch_size", "4", "--eval_batches", "2",
@@ -54,6 +54,21 @@ def test_a_tiny_sweep_through_compare_chooses_the_argmin_of_validation(dialogue,
     assert code == 0 and stdout.count("finished earlier") == 2 + 4 + 2, stdout
     code, _, err = compare_main("--config", cfg, "--data", dialogue, "--out", out, *TINY, "--tune")
     assert code == 2 and "was run with other settings: tune.fraction 1.0 (now 0.25)" in err
+
+
+def test_the_lowest_finite_loss_wins():
+    nan, inf = float("nan"), float("inf")
+    assert best_index([nan, 3.0, 2.0, 2.0]) == 2  # NaN compares false: a plain min() would keep it
+    assert best_index([inf, 5.0]) == 1 and best_index([4.0, nan]) == 0 and best_index([nan, nan]) == 0
+
+
+def test_intervals_skip_diverged_seeds():
+    from synthformer.compare import intervals
+
+    rows = [{"metrics": {"ppl": 10.0, "ppl_se": 0.5, "loss": 2.3}}, {"metrics": {"ppl": float("inf"), "loss": 9.0,
+                                                                               "ppl_se": float("nan")}}]
+    found = intervals(rows)
+    assert "ppl" not in found and found["loss"][0] < 2.3 < 9.0 < found["loss"][1]
 
 
 def test_candidates_and_which_variants_have_tables():
