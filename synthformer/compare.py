@@ -18,6 +18,7 @@ writing: both take the folder's ``train.lock``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
@@ -105,13 +106,14 @@ def read_json(file: Path, error=CompareError, fix: str = "choose another --out")
         raise error(f"{file} is damaged (not JSON); {fix}") from None
 
 
-def check_settings(folder: Path, settings: dict, error=CompareError) -> bool:
+def check_settings(folder: Path, settings: dict, error=CompareError, record: bool = True) -> bool:
     """Record the settings `folder`'s results are made with, or check them against those recorded;
     True when the folder holds finished results (results.json) made with these settings.
 
     Refused (`error`, one line): a folder run with other settings (naming the keys that differ), and
     results or runs without a settings file -- reusing either would report numbers of another
-    configuration under this one's name. `compare` and `reproduce` share this check."""
+    configuration under this one's name. `compare` and `reproduce` share this check. With `record`
+    false a new folder's settings are left to `record_settings` (once its inputs proved good)."""
     settings = json.loads(json.dumps(settings))  # as stored: tuples -> lists
     file, done = folder / SETTINGS, folder / "results.json"
     if file.exists():
@@ -128,9 +130,15 @@ def check_settings(folder: Path, settings: dict, error=CompareError) -> bool:
                     f"(or delete {folder} to start over)")
     if folder.is_dir() and any(p.name != LOCK_FILE for p in folder.iterdir()):
         raise error(f"{folder} is not empty and holds no {SETTINGS} (runs of unknown settings); choose another --out")
-    folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(file, json.dumps(settings, indent=1))
+    if record:
+        record_settings(folder, settings)
     return False
+
+
+def record_settings(folder: Path, settings: dict) -> None:
+    """Write ``folder/settings.json`` (see `check_settings`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(folder / SETTINGS, json.dumps(settings, indent=1))
 
 
 def _open_folder(out: Path) -> None:
@@ -231,17 +239,24 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     settings = {"variants": names, "train": {k: v for k, v in base.to_dict().items() if k not in RESUME_FREE},
                 "model": dict(model_overrides), "seeds": "auto" if seeds is None else seeds,
                 "tune": tune.to_dict() if tune else None}
+    created = not out.exists()
     _open_folder(out)
-    with RunLock(out):  # `train --out X` and `compare --out X` exclude each other
-        if check_settings(out, settings):
-            if not reuse:
-                raise CompareError(f"{out} already holds a finished comparison (results.json); choose another --out")
-            log(f"{out}: finished earlier, reusing {out / 'results.json'}")
-            return read_json(out / "results.json")
-        return _run(names, base, dict(model_overrides), out, log, seeds, kind, chosen, tune)
+    try:
+        with RunLock(out):  # `train --out X` and `compare --out X` exclude each other
+            if check_settings(out, settings, record=False):
+                if not reuse:
+                    raise CompareError(f"{out} already holds a finished comparison (results.json); choose another "
+                                       "--out")
+                log(f"{out}: finished earlier, reusing {out / 'results.json'}")
+                return read_json(out / "results.json")
+            return _run(names, base, dict(model_overrides), out, log, seeds, kind, chosen, tune, settings)
+    finally:
+        if created and not (out / SETTINGS).exists():  # failed before anything was recorded (e.g. bad data)
+            with contextlib.suppress(OSError):
+                out.rmdir()
 
 
-def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen, tune) -> dict:
+def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen, tune, settings) -> dict:
     from .model import ModelConfig
     from .train import prepare_data, resolve_seq_len
 
@@ -254,6 +269,8 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
         seeds = default_seeds(items)
         log(f"{seeds} seeds per variant (validation: {items} items; {SMALL_EVAL_SEEDS} seeds under {SMALL_EVAL})")
     seed_values_ = seed_list(base.seed, seeds)
+    if not (out / SETTINGS).exists():
+        record_settings(out, settings)  # the data loaded: from here on the folder holds this comparison
     log(f"{out}: {', '.join(names)} x {seeds} seed(s)" + (", each after the same learning-rate sweep" if tune else ""))
     cell = _Cells(base, data, seq_len, pooling, log)
     rows = []

@@ -267,6 +267,7 @@ def test_compare_seeds_two_through_the_cli(dialogue, tmp_path):
     (["--seeds", "-2"], "--seeds=-2 must be an integer >= 1"),
     (["--claims", "Table 9"], "unknown claim or table 'Table 9'; valid tables: Table 2"),
     (["--task-kind", "speech"], "unknown task kind 'speech'; valid: lm"),
+    (["--data", "no-such-file.txt"], "no-such-file.txt"),  # found out by loading the data: nothing left behind
 ])
 def test_compare_bad_input_is_one_line_before_any_work(args, message, dialogue, tmp_path):
     code, _, err = compare_main("--variants", "V", "--data", dialogue, "--out", tmp_path / "x", *TINY, *args)
