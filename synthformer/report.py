@@ -3,7 +3,6 @@ paper's claims checked on our numbers (`synthformer.claims`), and the learning-c
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from .claims import STATUSES, evaluate, finding_line, seed_values, stat
 from .reference_results import CITATION, LABEL, paper_columns

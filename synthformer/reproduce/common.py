@@ -8,7 +8,6 @@ the package's ``__init__`` checks the sources, opens the run folder and writes t
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
