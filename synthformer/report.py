@@ -1,5 +1,6 @@
-"""Comparison reports: the Markdown table beside the paper's numbers (of the same task kind), the
-paper's claims checked on our numbers (`synthformer.claims`), and the learning-curve plot. Everything here reads result rows / run folders only."""
+"""Comparison reports: the Markdown table beside the paper's numbers (of the same task kind), with
+95% intervals and the floor row; what each variant trained with (the tuning sweep); the paper's
+claims checked on our numbers (`synthformer.claims`). Everything here reads result rows only."""
 from __future__ import annotations
 
 import math

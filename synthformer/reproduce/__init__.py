@@ -12,6 +12,8 @@ results.json with the paper's claims judged, table.md, curves.png, one run folde
 ``results.json`` and the name's own figures. Running the same command again continues: finished grids
 and runs are reused, an interrupted run resumes from its checkpoint. A grid folder records the settings it
 ran with (``settings.json``): one run with other settings (a budget changed since) is refused, not reused.
+At the cpu and gpu budgets every variant first gets the same learning-rate sweep (`synthformer.tuning`)
+and trains 3 seeds (5 where a validation split has under 200 items); the smoke budget does neither.
 """
 from __future__ import annotations
 
