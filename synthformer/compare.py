@@ -1,47 +1,60 @@
 """`synthformer compare`: the main job. Train the paper's variants with the same data, token budget
 and seed, then tabulate them beside the paper's published numbers.
 
-    synthformer compare                                   # tiny LMs on chitchat, ~10 min on 2 CPU cores
-    synthformer compare --preset small --steps 5000 --device cuda --out runs/cmp-small
-    synthformer compare --variants V,R,D+V --task seq2seq --data bible-en-es
+    synthformer compare                                   # tiny LMs on chitchat, 3 seeds each
+    synthformer compare --preset small --steps 5000 --device cuda --tune --out runs/cmp-small
+    synthformer compare --variants V,R,D+V --task seq2seq --data bible-en-es --seeds 1
 
-The run folder (`--out`, default runs/compare-<timestamp>) gets one sub-folder per variant (a normal
-training run), then ``table.md``, ``curves.png`` and, last, ``results.json`` (rows with the resolved
-configs). Running the same command again with the same ``--out`` continues: finished variants are
-reused, an interrupted one resumes from its last checkpoint.
+The run folder (`--out`, default runs/compare-<timestamp>) records the settings it runs with
+(``settings.json``) and gets one sub-folder per variant and seed (a normal training run; with
+``--tune`` first the sweep's candidate runs under ``tune/``), then ``floor.json`` (the trivial
+baseline of the data: `synthformer.floors`), ``table.md``, ``curves.png`` and, last,
+``results.json`` (rows with per-seed results, 95% intervals, the tuned values and the resolved
+configs, and the floor row). Running the same command again with the same ``--out`` continues:
+finished runs are reused, an interrupted one resumes from its last checkpoint; the same ``--out``
+with other settings is refused, and so is a folder a `synthformer train` (or another compare) is
+writing: both take the folder's ``train.lock``.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import json
+import math
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from .mixers.registry import check_slot, display_name
 from .claims import check_kind, select as select_claims, stat
 from .errors import SynthformerError
-from .report import findings, findings_markdown, table_markdown
+from .integrity import atomic_write_json, atomic_write_text
+from .lock import LOCK_FILE, RunLock
+from .mixers.registry import check_slot, display_name
 from .reference_results import LABEL, TASK_KINDS, task_kind
+from .report import findings, findings_markdown, table_markdown, tuning_markdown
+from .tuning import TuneConfig, make_tune, sweep, untuned
 
 # The paper's Table 2 variants plus its strongest convolutional baseline (Table 4).
 DEFAULT_VARIANTS = ("V", "Fix", "R", "FR", "D", "FD", "R+V", "D+V", "dynamicconv")
 # Budget of the default run: ~50 s per variant on a 2-core CPU (819k training tokens each).
 # One thread: the tiny model gains little from a second one, and two threads slow down several
 # times over when anything else shares the cores (measured); pass --threads 2 on an idle machine.
-DEFAULT_SEEDS = 1  # seeds per variant
+DEFAULT_SEEDS = 3  # seeds per variant when none are given ...
+SMALL_EVAL, SMALL_EVAL_SEEDS = 200, 5  # ... and when the validation split has fewer items than this
 DEFAULTS = {"task": "lm", "data": "chitchat", "preset": "tiny", "steps": 400, "batch_size": 16,
             "vocab_size": 2000, "warmup_steps": 40, "lr": 2e-3, "eval_every": 100, "eval_batches": 20,
             "final_eval_batches": 0, "checkpoint_every": 100, "log_every": 10, "seed": 0, "threads": 1}
 
 
 class CompareError(SynthformerError):
-    """Bad input to a comparison (seeds, the compare section of a config)."""
+    """Bad input to a comparison (seeds, the compare section of a config, a run folder of other settings)."""
 
 
 # Keys of a config file's `compare:` section (the rest of the file is TrainConfig / ModelConfig).
-COMPARE_KEYS = ("variants", "seeds", "task_kind", "claims")
+COMPARE_KEYS = ("variants", "seeds", "task_kind", "claims", "tune")
+SETTINGS = "settings.json"  # what a folder's results were (or are being) computed with
+FLOOR = "floor.json"  # the floor row of the comparison's data (computed once)
 
 
 def variant_name(spec: str) -> str:
@@ -56,24 +69,128 @@ def seed_list(seed: int, seeds: int) -> list[int]:
     return [seed + k for k in range(seeds)]
 
 
+def default_seeds(eval_items: int) -> int:
+    """Seeds per variant when none are given: DEFAULT_SEEDS, SMALL_EVAL_SEEDS under SMALL_EVAL items."""
+    return SMALL_EVAL_SEEDS if eval_items < SMALL_EVAL else DEFAULT_SEEDS
+
+
+def eval_items(data, cfg) -> int:
+    """Validation items (sequences / examples) a run's final evaluation reads; `cfg` a TrainConfig."""
+    import torch
+
+    n = 0
+    for batch in data.task.batches(data.encoded["valid"], data.tokenizer, data.seq_len, cfg.batch_size,
+                                   shuffle=False):
+        n += next(v.shape[0] for v in batch.values() if isinstance(v, torch.Tensor))
+    return min(n, cfg.final_eval_batches * cfg.batch_size) if cfg.final_eval_batches else n
+
+
 def run_folder(out: Path, name: str, seed: int, seeds: int) -> Path:
     """out/<variant> with one seed (as before seeds existed); out/<variant>-seed<S> with several."""
     return out / name if seeds == 1 else out / f"{name}-seed{seed}"
 
 
+# ----------------------------------------------------------------------------- the settings of a folder
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) and v else {f"{prefix}{k}": v})
+    return out
+
+
+def read_json(file: Path, error=CompareError, fix: str = "choose another --out"):
+    """A JSON file of a run folder; a damaged one is a one-line `error` naming it."""
+    try:
+        return json.loads(Path(file).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise error(f"{file} is damaged (not JSON); {fix}") from None
+
+
+def check_settings(folder: Path, settings: dict, error=CompareError, record: bool = True) -> bool:
+    """Record the settings `folder`'s results are made with, or check them against those recorded;
+    True when the folder holds finished results (results.json) made with these settings.
+
+    Refused (`error`, one line): a folder run with other settings (naming the keys that differ), and
+    results or runs without a settings file -- reusing either would report numbers of another
+    configuration under this one's name. `compare` and `reproduce` share this check. With `record`
+    false a new folder's settings are left to `record_settings` (once its inputs proved good)."""
+    settings = json.loads(json.dumps(settings))  # as stored: tuples -> lists
+    file, done = folder / SETTINGS, folder / "results.json"
+    if file.exists():
+        stored = read_json(file, error, f"choose another --out (or delete {folder} to start over)")
+        if stored != settings:
+            theirs, mine = _flat(stored), _flat(settings)
+            diff = ", ".join(f"{k} {theirs.get(k)} (now {mine.get(k)})" for k in sorted(theirs.keys() | mine.keys())
+                             if theirs.get(k) != mine.get(k))
+            raise error(f"{folder} was run with other settings: {diff}; rerun with those settings or choose another "
+                        f"--out (or delete {folder} to start over)")
+        return done.exists()
+    if done.exists():
+        raise error(f"{folder} holds results without the {SETTINGS} they were made with; choose another --out "
+                    f"(or delete {folder} to start over)")
+    if folder.is_dir() and any(p.name != LOCK_FILE for p in folder.iterdir()):
+        raise error(f"{folder} is not empty and holds no {SETTINGS} (runs of unknown settings); choose another --out")
+    if record:
+        record_settings(folder, settings)
+    return False
+
+
+def record_settings(folder: Path, settings: dict) -> None:
+    """Write ``folder/settings.json`` (see `check_settings`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(folder / SETTINGS, json.dumps(settings, indent=1))
+
+
+def _open_folder(out: Path) -> None:
+    """Create `out` (one line, not a traceback, when it is a file or cannot be created)."""
+    if out.exists() and not out.is_dir():
+        raise CompareError(f"--out {out} is a file; give a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CompareError(f"--out {out}: cannot create it ({e.strerror}); choose another --out") from None
+
+
+# ----------------------------------------------------------------------------- result rows
+SKIP_INTERVAL = ("eval_tokens", "masked_tokens", "count", "decoded")  # counts, not measurements
+
+
+def intervals(per_seed: list[dict]) -> dict:
+    """{metric: [lo, hi]}: the 95% interval of every metric of a variant, combining the per-seed
+    bootstrap standard errors ("<metric>_se") with the spread over seeds (`stats.combine`)."""
+    from .stats import combine
+
+    out = {}
+    for k, v in per_seed[0]["metrics"].items():
+        if k.endswith("_se") or k in SKIP_INTERVAL or not _number(v):
+            continue
+        seeds = [r["metrics"] for r in per_seed if _number(r["metrics"].get(k))]
+        if not seeds or not all(math.isfinite(m[k]) for m in seeds):
+            continue  # a diverged seed (inf perplexity): no interval
+        ses = [m.get(f"{k}_se") for m in seeds]
+        _, lo, hi = combine([m[k] for m in seeds], [s if _number(s) and math.isfinite(s) else None for s in ses])
+        if math.isfinite(lo) and math.isfinite(hi):  # one seed without an item SE has none (NaN)
+            out[k] = [lo, hi]
+    return out
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def aggregate(name: str, per_seed: list[dict]) -> dict:
     """One result row of a variant from its per-seed rows: the mean of every numeric metric (and
     tokens/s, time) in "metrics"/"tokens_per_s", the sample std beside it (None with one seed),
-    and the per-seed rows under "seeds"."""
-    keys = [k for k, v in per_seed[0]["metrics"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    the 95% interval of every metric ("interval") and the per-seed rows under "seeds"."""
+    keys = [k for k, v in per_seed[0]["metrics"].items() if _number(v)]
     mean, std = {}, {}
     for k in keys:
-        s = stat([r["metrics"][k] for r in per_seed if isinstance(r["metrics"].get(k), (int, float))])
+        s = stat([r["metrics"][k] for r in per_seed if _number(r["metrics"].get(k))])
         mean[k], std[k] = (s.mean, s.std) if s else (None, None)
     tps = stat([r["tokens_per_s"] for r in per_seed])
     first = per_seed[0]
     return {"variant": name, "params": first["params"], "metrics": mean, "metrics_std": std,
-            "tokens_per_s": tps.mean, "tokens_per_s_std": tps.std,
+            "interval": intervals(per_seed), "tokens_per_s": tps.mean, "tokens_per_s_std": tps.std,
             "train_time_s": stat([r["train_time_s"] for r in per_seed]).mean, "tokens": first["tokens"],
             "n_seeds": len(per_seed), "run": first["run"], "runs": [r["run"] for r in per_seed],
             "seeds": [{k: r[k] for k in ("seed", "metrics", "tokens_per_s", "train_time_s", "tokens", "run")}
@@ -81,21 +198,30 @@ def aggregate(name: str, per_seed: list[dict]) -> dict:
             "model": first["model"], "train": first["train"]}
 
 
+def with_floor(results: dict) -> list[dict]:
+    """The rows claims and tables read: the variants, then the floor row when there is one."""
+    return results["variants"] + ([results["floor"]] if results.get("floor") else [])
+
+
+# ----------------------------------------------------------------------------- the comparison
 def compare(variants: list[str], train_overrides: dict, model_overrides: dict, out: Path,
-            log=print, seeds: int = 1, kind: str | None = None, claims: list[str] | None = None) -> dict:
+            log=print, seeds: int | None = None, kind: str | None = None, claims: list[str] | None = None,
+            tune: TuneConfig | None = None, reuse: bool = False) -> dict:
     """Train every variant `seeds` times (seeds s, s+1, ...) into ``out``; write table.md, curves.png,
     results.json.
 
     `train_overrides` / `model_overrides` go over `DEFAULTS` and the preset for every variant alike;
-    every run shares one tokenizer and encoding of the data. `kind` is the task kind whose paper
-    columns and claims the report shows (default: from the task and data, `task_kind`); `claims`
-    narrows the claims checked to these claim or table names. Returns the results dict also written
-    to results.json.
+    every run shares one tokenizer and encoding of the data. `seeds`: None picks DEFAULT_SEEDS
+    (SMALL_EVAL_SEEDS when the validation split has under SMALL_EVAL items). `tune`: the learning-rate
+    sweep every variant gets before its runs (`synthformer.tuning`); None trains all at the base values.
+    `kind` is the task kind whose paper columns and claims the report shows (default: from the task
+    and data, `task_kind`); `claims` narrows the claims checked to these claim or table names.
+
+    ``out`` records its settings (settings.json) and is locked while it runs (the lock of
+    `synthformer train`); a folder of other settings is refused. A finished comparison is refused too,
+    or returned when `reuse`. Returns the results dict also written to results.json.
     """
-    from .checkpoint import RunError
-    from .model import ModelConfig
-    from .runs import load_run_tokenizer, read_done
-    from .train import TrainConfig, prepare_data, resolve_seq_len, train
+    from .train import RESUME_FREE, TrainConfig
 
     names = [variant_name(v) for v in variants]  # unknown names fail here, before any work
     if len(set(names)) != len(names):
@@ -105,62 +231,141 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     causal = base.task == "lm" or (base.task == "seq2seq" and model_overrides.get("decoder_attention") is None)
     for name in names:
         check_slot(name, causal=causal, field="variants")
-    seed_values_ = seed_list(base.seed, seeds)
+    if seeds is not None:
+        seed_list(base.seed, seeds)
     kind = check_kind(kind) if kind else task_kind(base.task, base.data)
     chosen = select_claims(claims)  # unknown claim / table names fail before any work too
-    if (out / "results.json").exists():
-        raise RunError(f"{out} already holds a finished comparison (results.json); choose another --out")
+    out = Path(out)
+    settings = {"variants": names, "train": {k: v for k, v in base.to_dict().items() if k not in RESUME_FREE},
+                "model": dict(model_overrides), "seeds": "auto" if seeds is None else seeds,
+                "tune": tune.to_dict() if tune else None}
+    created = not out.exists()
+    _open_folder(out)
+    try:
+        with RunLock(out):  # `train --out X` and `compare --out X` exclude each other
+            if check_settings(out, settings, record=False):
+                if not reuse:
+                    raise CompareError(f"{out} already holds a finished comparison (results.json); choose another "
+                                       "--out")
+                log(f"{out}: finished earlier, reusing {out / 'results.json'}")
+                return read_json(out / "results.json")
+            return _run(names, base, dict(model_overrides), out, log, seeds, kind, chosen, tune, settings)
+    finally:
+        if created and not (out / SETTINGS).exists():  # failed before anything was recorded (e.g. bad data)
+            with contextlib.suppress(OSError):
+                out.rmdir()
+
+
+def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen, tune, settings) -> dict:
+    from .model import ModelConfig
+    from .train import prepare_data, resolve_seq_len
+
     t0 = time.time()
     seq_len = resolve_seq_len(base, model_overrides)
     pooling = model_overrides.get("pooling", ModelConfig.preset(base.preset).pooling)
-    data = None
+    data = prepare_data(base, seq_len, log=log, pooling=pooling)  # one tokenizer and encoding for all
+    if seeds is None:
+        items = eval_items(data, base)
+        seeds = default_seeds(items)
+        log(f"{seeds} seeds per variant (validation: {items} items; {SMALL_EVAL_SEEDS} seeds under {SMALL_EVAL})")
+    seed_values_ = seed_list(base.seed, seeds)
+    if not (out / SETTINGS).exists():
+        record_settings(out, settings)  # the data loaded: from here on the folder holds this comparison
+    log(f"{out}: {', '.join(names)} x {seeds} seed(s)" + (", each after the same learning-rate sweep" if tune else ""))
+    cell = _Cells(base, data, seq_len, pooling, log)
     rows = []
     total = len(names) * seeds
     for i, name in enumerate(names):
+        if tune:
+            tuned, scores = sweep(name, base, model_overrides, out, tune, cell.train, log)
+        else:
+            tuned, scores = untuned(base), []
         per_seed = []
         for j, seed in enumerate(seed_values_):
-            k = i * seeds + j + 1
-            tag = f"[{k}/{total}] {name}" + (f" seed {seed}" if seeds > 1 else "")
+            tag = f"[{i * seeds + j + 1}/{total}] {name}" + (f" seed {seed}" if seeds > 1 else "")
             run = run_folder(out, name, seed, seeds)
-            cfg = dataclasses.replace(base, out=str(run), seed=seed)
-            if (run / "done.json").exists():
-                result = read_done(run)  # verified against the run manifest; one line when damaged
-                log(f"{tag}: finished earlier, reusing {run}")
-            else:
-                resume = (run / "config.json").exists()
-                if data is None:
-                    data = prepare_data(base, seq_len, log=log, pooling=pooling)  # one tokenizer and encoding for all
-                if resume:  # the stored run's own tokenizer
-                    run_data = prepare_data(base, seq_len, load_run_tokenizer(run), log=log, pooling=pooling)
-                else:
-                    run_data = data
-                result = train(dataclasses.replace(cfg, resume=resume), {**model_overrides, "attention": name},
-                               data=run_data, label=tag, log=log)
+            cfg = dataclasses.replace(base, **tuned, out=str(run), seed=seed)
+            result = cell.train(cfg, {**model_overrides, "attention": name}, tag)
             per_seed.append({"seed": seed, "params": result["params"], "metrics": _plain(result["valid"]),
                              "tokens_per_s": result["tokens_per_s"], "train_time_s": result["train_time_s"],
                              "tokens": result["tokens"], "run": str(run), "model": result["model"],
                              "train": result["train"]})
             log(f"{tag}: {_summary(per_seed[-1], base.task)}  ({time.time() - t0:.0f}s so far)")
-        rows.append(aggregate(name, per_seed))
-
+        rows.append({**aggregate(name, per_seed), "tuned": tuned, "sweep": scores})
+    floor = _floor(out, base.task, kind, data, log)
     results = {"task": base.task, "kind": kind, "data": base.data, "seeds": seed_values_, "variants": rows,
-               "findings": findings(rows, kind, chosen), "paper_label": LABEL, "wall_s": time.time() - t0,
-               "command": sys.argv, "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+               "floor": floor, "tuning": tune.to_dict() if tune else None, "paper_label": LABEL,
+               "wall_s": time.time() - t0, "command": sys.argv, "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+    results["findings"] = findings(with_floor(results), kind, chosen)
     _write_report(out, base, results, log)
     return results
 
 
+class _Cells:
+    """Train or reuse one run of a comparison (a variant's seed, or a tuning candidate)."""
+
+    def __init__(self, base, data, seq_len: int, pooling: str, log):
+        self.base, self.data, self.seq_len, self.pooling, self.log = base, data, seq_len, pooling, log
+
+    def train(self, cfg, model_overrides: dict, tag: str) -> dict:
+        """The result of run ``cfg.out``: read from its done.json when it finished (with these
+        settings, else refused), otherwise trained (resumed from its checkpoint when it started)."""
+        from .runs import load_run_tokenizer, read_done
+        from .train import prepare_data, train
+
+        run = Path(cfg.out)
+        if (run / "done.json").exists():
+            result = read_done(run)  # verified against the run manifest; one line when damaged
+            _check_cell(run, result, cfg, model_overrides)
+            self.log(f"{tag}: finished earlier, reusing {run}")
+            return result
+        resume = (run / "config.json").exists()
+        data = self.data
+        if resume:  # the stored run's own tokenizer
+            data = prepare_data(self.base, self.seq_len, load_run_tokenizer(run), log=self.log, pooling=self.pooling)
+        return train(dataclasses.replace(cfg, resume=resume), model_overrides, data=data, label=tag, log=self.log)
+
+
+def _check_cell(run: Path, result: dict, cfg, model_overrides: dict) -> None:
+    """A finished run is reused only when it was trained with the config this comparison asks of it."""
+    from .train import RESUME_FREE
+
+    theirs = {k: v for k, v in (result.get("train") or {}).items() if k not in RESUME_FREE}
+    mine = json.loads(json.dumps({k: v for k, v in cfg.to_dict().items() if k not in RESUME_FREE}))
+    diff = [f"{k} {theirs.get(k)} (now {mine.get(k)})" for k in sorted(theirs.keys() | mine.keys())
+            if theirs.get(k) != mine.get(k)]
+    if (result.get("model") or {}).get("attention") != model_overrides["attention"]:
+        diff.append(f"attention {(result.get('model') or {}).get('attention')} (now {model_overrides['attention']})")
+    if diff:
+        raise CompareError(f"{run} was trained with other settings: {', '.join(diff)}; choose another --out "
+                           f"(or delete {run} to train it again)")
+
+
+def _floor(out: Path, task: str, kind: str, data, log) -> dict | None:
+    """The floor row of the comparison's data (`floors.floor_row`), computed once into out/floor.json."""
+    from .floors import floor_row
+
+    file = out / FLOOR
+    if file.exists():
+        return read_json(file, fix=f"delete {file} to compute it again").get("row")
+    row = floor_row(task, data, "valid", kind=kind)
+    atomic_write_text(file, json.dumps({"row": row}, indent=1))
+    if row:
+        log(f"floor ({row.get('name')}): " + ", ".join(f"{k} {v:.4g}" for k, v in row["metrics"].items()
+                                                      if _number(v)))
+    return row
+
+
 def _write_report(out: Path, base, results: dict, log) -> None:
     """table.md, curves.png, then results.json last (it marks the comparison complete)."""
-    from .checkpoint import atomic_write_json
-    from .integrity import atomic_write_text
     from .plots.curves import plot_curves  # matplotlib only when drawing
 
     kind, seeds, rows = results["kind"], results["seeds"], results["variants"]
     seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}..{seeds[-1]}"
     header = (f"# synthformer compare: {base.task} on {base.data} (task kind {kind}), preset {base.preset}, "
               f"{base.steps} steps x {base.batch_size} sequences, {seed_text}\n")
-    text = (header + "\n" + table_markdown(rows, base.task, kind=kind)
+    text = (header + "\n" + table_markdown(with_floor(results), base.task, kind=kind) + "\n\n"
+            + tuning_markdown(rows, results.get("tuning"))
             + f"\n\n## The paper's claims for task kind {kind}, checked here\n\n"
             + findings_markdown(results["findings"]) + "\n")
     atomic_write_text(out / "table.md", text)
@@ -196,8 +401,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, help=f"optimizer steps per variant (default {DEFAULTS['steps']})")
     p.add_argument("--device", help="auto | cpu | cuda | cuda:N | mps (default auto)")
     p.add_argument("--seed", type=int, help=f"first seed (default {DEFAULTS['seed']})")
-    p.add_argument("--seeds", type=int, help=f"train every variant this many times, seeds s, s+1, ... "
-                                             f"(default {DEFAULT_SEEDS}); the table shows mean ± std")
+    p.add_argument("--seeds", type=int, help=f"train every variant this many times, seeds s, s+1, ... (default "
+                                             f"{DEFAULT_SEEDS}; {SMALL_EVAL_SEEDS} when the validation split has "
+                                             f"under {SMALL_EVAL} items); the table shows means and 95%% intervals")
+    p.add_argument("--tune", action="store_true",
+                   help="before its runs, give every variant the same learning-rate sweep on the validation split "
+                        "(synthformer.tuning: lr x0.5/1/2/4, table multiplier 1/10, a quarter of the steps each); "
+                        "the chosen values are used for every seed and reported")
     p.add_argument("--task-kind", dest="task_kind",
                    help=f"which paper benchmark the task stands in for: {' | '.join(TASK_KINDS)} "
                         "(default: from --task and --data)")
@@ -205,20 +415,20 @@ def build_parser() -> argparse.ArgumentParser:
                                     "task kind), e.g. 'Table 2' or t2-lm1b-fix-vs-r")
     p.add_argument("--out", help="run folder (default runs/compare-<timestamp>); rerun with it to continue")
     p.add_argument("--config", help="YAML file of TrainConfig / ModelConfig overrides, plus an optional "
-                                    f"`compare:` section ({', '.join(COMPARE_KEYS)})")
+                                    f"`compare:` section ({', '.join(COMPARE_KEYS)}; tune: true or a mapping of "
+                                    "synthformer.tuning.TuneConfig fields)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `synthformer compare` (errors: one line, exit status 2)."""
-    from .overrides import UsageError, parse_overrides
+    from .overrides import UsageError, apply_overrides, split_cli_overrides
 
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
-    section, config = {}, None
     try:
-        section, config = _compare_section(args.config)
-        train_over, model_over = parse_overrides(rest, config)
+        section, items = _read_config(args.config)
+        train_over, model_over = apply_overrides(items + split_cli_overrides(rest))
         for key in ("task", "data", "preset", "steps", "device", "seed"):
             if getattr(args, key) is not None:
                 train_over[key] = getattr(args, key)
@@ -228,51 +438,35 @@ def main(argv: list[str] | None = None) -> int:
         variants = [v.strip() for v in (spec.split(",") if isinstance(spec, str) else spec) if str(v).strip()]
         if not variants:
             raise UsageError("--variants is empty")
-        seeds = args.seeds if args.seeds is not None else section.get("seeds", DEFAULT_SEEDS)
+        seeds = args.seeds if args.seeds is not None else section.get("seeds")
         claims = args.claims if args.claims is not None else section.get("claims")
         if isinstance(claims, str):
             claims = [c for c in claims.split(",") if c.strip()]
+        tune = make_tune(True if args.tune else section.get("tune"))
         out = Path(args.out or Path("runs") / f"compare-{time.strftime('%Y%m%d-%H%M%S')}")
         compare(variants, train_over, model_over, out, seeds=seeds,
-                kind=args.task_kind or section.get("task_kind"), claims=claims)
+                kind=args.task_kind or section.get("task_kind"), claims=claims, tune=tune)
     except SynthformerError as e:
         print(f"synthformer compare: error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
-    finally:
-        if config and config != args.config and Path(config).parent == Path(tempfile.gettempdir()):
-            Path(config).unlink(missing_ok=True)  # our temporary copy without the compare: section
     return 0
 
 
-def _compare_section(config: str | None) -> tuple[dict, str | None]:
-    """Split a config file's `compare:` section off; returns (section, a file with the rest or None).
-    The file with the rest is a temporary copy when a section was split off (the caller removes it)."""
+def _read_config(config: str | None) -> tuple[dict, list]:
+    """(the `compare:` section, the other (key, value, from_text) items) of a config file, read once."""
     if not config:
-        return {}, config
-    from .overrides import find_config_file
+        return {}, []
+    from .overrides import find_config_file, read_config_file
 
-    try:
-        config = str(find_config_file(config))  # a shipped config by name works too
-    except SynthformerError:
-        return {}, config  # a missing file is reported by parse_overrides
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(config).read_text()) or {}
-    except yaml.YAMLError:
-        return {}, config  # reported by parse_overrides
-    if not isinstance(data, dict) or "compare" not in data:
-        return {}, config
-    section = data.pop("compare") or {}
+    items = read_config_file(config)
+    section = next((value for key, value, _ in items if key == "compare"), None) or {}
     if not isinstance(section, dict):
-        raise CompareError(f"{config}: `compare:` must be a mapping of {', '.join(COMPARE_KEYS)}")
+        raise CompareError(f"{find_config_file(config)}: `compare:` must be a mapping of {', '.join(COMPARE_KEYS)}")
     unknown = [k for k in section if k not in COMPARE_KEYS]
     if unknown:
-        raise CompareError(f"{config}: unknown key(s) {unknown} in `compare:`; valid: {', '.join(COMPARE_KEYS)}")
-    rest = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-    with rest:
-        yaml.safe_dump(data, rest)
-    return section, rest.name
+        raise CompareError(f"{find_config_file(config)}: unknown key(s) {unknown} in `compare:`; valid: "
+                           f"{', '.join(COMPARE_KEYS)}")
+    return section, [item for item in items if item[0] != "compare"]
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
-"""Comparison reports: the Markdown table beside the paper's numbers (of the same task kind), the
-paper's claims checked on our numbers (`synthformer.claims`), and the learning-curve plot. Everything here reads result rows / run folders only."""
+"""Comparison reports: the Markdown table beside the paper's numbers (of the same task kind), with
+95% intervals and the floor row; what each variant trained with (the tuning sweep); the paper's
+claims checked on our numbers (`synthformer.claims`). Everything here reads result rows only."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from .claims import STATUSES, evaluate, finding_line, seed_values, stat
 from .reference_results import CITATION, LABEL, paper_columns
@@ -30,13 +30,17 @@ def _params(n: int) -> str:
 
 def table_markdown(rows: list[dict], task: str, baseline: str = "V", kind: str | None = None) -> str:
     """Markdown table: ours (params, metrics, change vs the baseline, tokens/s relative to it) beside the
-    paper's columns of the same task kind.
+    paper's columns of the same task kind, and the floor row last.
 
     `rows`: dicts with "variant", "params", "metrics" (task metrics; the mean over seeds) and
-    "tokens_per_s"; a row with "seeds" (per-seed rows) shows each metric as mean ± std.
+    "tokens_per_s"; a row with "interval" ({metric: [lo, hi]}) shows each metric with its 95% interval,
+    one with several "seeds" (per-seed rows) and no interval as mean ± std. A row with "floor": true
+    (`synthformer.floors`) is the trivial baseline of the data: its metrics only.
     `kind`: the task kind (`reference_results.task_kind`); default the task itself.
     """
     kind = kind or task
+    floors = [r for r in rows if r.get("floor")]
+    rows = [r for r in rows if not r.get("floor")]
     ours = METRIC_COLUMNS.get(task, [("loss", "loss", "{:.3f}")])
     main_title, main_key, _ = ours[0]
     base = next((r for r in rows if r["variant"] == baseline), None)
@@ -57,22 +61,63 @@ def table_markdown(rows: list[dict], task: str, baseline: str = "V", kind: str |
         cells.append(f"{r['tokens_per_s'] / base['tokens_per_s']:.2f}x" if base else "—")
         cells += [_fmt(v) for v in paper_columns(kind, r["variant"]).values()]
         lines.append("| " + " | ".join(cells) + " |")
+    for f in floors:
+        cells = [f"floor: {f.get('name', 'trivial baseline')}", "—"]
+        cells += [_fmt((f.get("metrics") or {}).get(k), spec) for _, k, spec in ours]
+        lines.append("| " + " | ".join(cells + ["—"] * (len(head) - len(cells))) + " |")
     seeds = max((len(r.get("seeds") or [r]) for r in rows), default=1)
-    if seeds > 1 or paper_titles:
-        lines.append("")
-    if seeds > 1:
-        lines.append(f"Our metrics: mean ± sample std over {seeds} seeds (each variant trained once per seed "
+    notes = []
+    if any(r.get("interval") for r in rows):
+        notes.append(f"Our metrics: mean over {seeds} seed(s) [95% interval: bootstrap over the evaluation items "
+                     "combined with the spread over seeds]; Δ and speed compare means.")
+    elif seeds > 1:
+        notes.append(f"Our metrics: mean ± sample std over {seeds} seeds (each variant trained once per seed "
                      "on the same data); Δ and speed compare means.")
+    if floors:
+        notes.append("The floor row is a trivial baseline on the same data and tokens (e.g. a Kneser-Ney bigram "
+                     "for LM, the majority class for classification): a variant not beating it learned nothing "
+                     "a claim can be read from.")
     if paper_titles:
-        lines.append(f"Columns marked *paper:* are {LABEL} ({CITATION}); compare orderings, not values.")
-    return "\n".join(lines)
+        notes.append(f"Columns marked *paper:* are {LABEL} ({CITATION}); compare orderings, not values.")
+    return "\n".join(lines + ([""] + notes if notes else []))
 
 
 def _fmt_stat(row: dict, key: str, spec: str) -> str:
+    interval = (row.get("interval") or {}).get(key)
+    if interval and key != "tokens_per_s":
+        mean = (row.get("metrics") or {}).get(key)
+        return f"{_fmt(mean, spec)} [{_fmt(interval[0], spec)}, {_fmt(interval[1], spec)}]"
     s = stat(seed_values(row, key)) if row.get("seeds") else None
     if s is None or s.std is None:
         return _fmt(row.get(key) if key == "tokens_per_s" else (row.get("metrics") or {}).get(key), spec)
     return f"{spec.format(s.mean)} ± {spec.format(s.std)}"
+
+
+def tuning_markdown(rows: list[dict], protocol: dict | None) -> str:
+    """What each variant trained with: the values the sweep chose (`synthformer.tuning`), every candidate's
+    validation score, and the protocol; or the one setting all shared when there was no sweep."""
+    rows = [r for r in rows if not r.get("floor") and r.get("tuned")]
+    if not rows:
+        return ""
+    if not protocol:
+        t = rows[0]["tuned"]
+        return (f"Not tuned: every variant trained with lr {t['lr']:g}, {t['warmup_steps']} warm-up steps and "
+                f"table lr multiplier {t['table_lr_mult']:g} (`synthformer compare --tune`, and `reproduce` at "
+                "its cpu and gpu budgets, give each variant the same learning-rate sweep first).")
+    mults = "/".join(f"{m:g}" for m in protocol["lr_mults"])
+    tables = "/".join(f"{m:g}" for m in protocol["table_lr_mults"])
+    lines = [f"Tuning (the same sweep for every variant, chosen by validation {protocol.get('metric', 'loss')}; "
+             f"`synthformer.tuning`): lr x{mults} of the base, table multiplier {tables} where a variant has "
+             f"position tables, {protocol['fraction']:g} of the steps per candidate.", "",
+             "| model | lr | warm-up | table lr x | candidates (lr, warm-up, table x: validation) |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        t = r["tuned"]
+        tried = "; ".join(f"{c['lr']:.3g}, {c['warmup_steps']}, x{c['table_lr_mult']:g}: {c['valid']:.4f}"
+                          for c in r.get("sweep") or [])
+        lines.append(f"| {r['variant']} | {t['lr']:.3g} | {t['warmup_steps']} | {t['table_lr_mult']:g} | "
+                     f"{tried or '—'} |")
+    return "\n".join(lines)
 
 
 def findings(rows: list[dict], kind: str, claims=None) -> list[dict]:

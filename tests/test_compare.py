@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,9 @@ def dialogue(tmp_path_factory) -> Path:
     return path
 
 
-TINY = ["--steps", "3", "--seq_len", "24", "--vocab_size", "300", "--batch_size", "4", "--eval_every", "2",
-        "--eval_batches", "2", "--threads", "1", "--progress", "false", "--warmup_steps", "1"]
+# The fast path: one seed given explicitly (the default is 3, or 5 for validation splits under 200 items).
+TINY = ["--seeds", "1", "--steps", "3", "--seq_len", "24", "--vocab_size", "300", "--batch_size", "4",
+        "--eval_every", "2", "--eval_batches", "2", "--threads", "1", "--progress", "false", "--warmup_steps", "1"]
 
 
 def test_compare_tiny_budget_writes_table_plot_and_results(dialogue, tmp_path):
@@ -65,9 +67,20 @@ def test_compare_tiny_budget_writes_table_plot_and_results(dialogue, tmp_path):
     assert rv["params"] > v["params"]  # R+V adds the H x N x N tables and the mixing weights
     # the same seed: both variants saw the same tokens
     assert v["tokens"] == rv["tokens"] == 3 * 4 * 24
-    # a finished comparison is not overwritten
-    code, _, err = compare_main("--variants", "V", "--data", dialogue, "--out", out, *TINY)
+    # the floor row (a KN bigram on the same tokens) in results.json and the table; intervals; tuned values
+    assert results["floor"]["floor"] is True and results["floor"]["metrics"]["ppl"] > 1
+    assert f"| floor: {results['floor']['name']} |" in table
+    assert results["tuning"] is None and "Not tuned: every variant trained with lr 0.002, 1 warm-up steps" in table
+    for row in results["variants"]:
+        assert row["tuned"] == {"lr": 2e-3, "warmup_steps": 1, "table_lr_mult": 10.0} and row["sweep"] == []
+        # one seed: an interval only from the item bootstrap ("ppl_se"), when the evaluation gives one
+        assert ("ppl" in row["interval"]) == ("ppl_se" in row["seeds"][0]["metrics"])
+    # a finished comparison is not overwritten, nor continued with other settings
+    code, _, err = compare_main("--variants", "V,R+V", "--data", dialogue, "--out", out, "--seed", "1", *TINY)
     assert code == 2 and "already holds a finished comparison" in err
+    code, _, err = compare_main("--variants", "V", "--data", dialogue, "--out", out, "--seed", "1", *TINY)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "was run with other settings: variants ['V', 'R+V'] (now ['V'])" in err and "choose another --out" in err
     # its curves can be redrawn from the run folders alone, for the whole comparison or chosen runs
     from synthformer.plots import find_runs, main as plot_main
     runs, task = find_runs([str(out)])
@@ -90,6 +103,78 @@ def test_compare_continues_an_interrupted_comparison(dialogue, tmp_path):
     again = json.loads((out / "results.json").read_text())
     for a, b in zip(first["variants"], again["variants"]):
         assert a["metrics"]["ppl"] == pytest.approx(b["metrics"]["ppl"], rel=1e-6)
+
+
+def test_compare_refuses_to_continue_with_other_settings(dialogue, tmp_path):
+    """Issue 21: a comparison killed after V finished, rerun with more steps, must not mix V at 3 steps
+    with Fix at 4 under one header: the folder's settings.json refuses it in one line."""
+    out = tmp_path / "cmp"
+    assert compare_main("--variants", "V,Fix", "--data", dialogue, "--out", out, *TINY)[0] == 0
+    (out / "results.json").unlink()  # killed after the runs, before the report
+    shutil.rmtree(out / "Fix")  # ... and before Fix even started
+    code, _, err = compare_main("--variants", "V,Fix", "--data", dialogue, "--out", out, *TINY, "--steps", "4")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert ("was run with other settings: train.steps 3 (now 4); rerun with those settings or choose another --out"
+            in err)
+    assert not (out / "Fix").exists()  # nothing trained
+    # results (or runs) without the settings they were made with are refused too
+    (out / "settings.json").unlink()
+    code, _, err = compare_main("--variants", "V,Fix", "--data", dialogue, "--out", out, *TINY)
+    assert code == 2 and "is not empty and holds no settings.json" in err
+    # a reused run is checked against what the comparison asks of it (here: another seed's run copied in)
+    shutil.rmtree(out)
+    assert compare_main("--variants", "V", "--data", dialogue, "--out", out, *TINY)[0] == 0
+    settings = (out / "settings.json").read_text()
+    (out / "results.json").unlink()
+    other = tmp_path / "other"
+    assert compare_main("--variants", "V", "--data", dialogue, "--out", other, *TINY, "--seed", "7")[0] == 0
+    shutil.rmtree(out / "V")
+    shutil.copytree(other / "V", out / "V")
+    assert (out / "settings.json").read_text() == settings
+    code, _, err = compare_main("--variants", "V", "--data", dialogue, "--out", out, *TINY)
+    assert code == 2 and "V was trained with other settings: seed 7 (now 0)" in err
+    (out / "V" / "done.json").write_bytes(b"\xff\xfe{")  # a damaged marker: one line, no UnicodeDecodeError
+    code, _, err = compare_main("--variants", "V", "--data", dialogue, "--out", out, *TINY)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "done.json is damaged (not JSON)" in err, err
+
+
+def test_compare_takes_the_run_lock_of_train(dialogue, tmp_path):
+    """Issue 21: `compare --out X` while `train --out X` runs must fail in one line, not mix two runs."""
+    from synthformer.lock import RunLock
+
+    out = tmp_path / "x"
+    out.mkdir()
+    with RunLock(out):  # what a live `synthformer train --out X` holds
+        code, _, err = compare_main("--variants", "V", "--data", dialogue, "--out", out, *TINY)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "is in use by another run" in err, err
+    assert sorted(p.name for p in out.iterdir()) == []  # nothing written
+    # and a train into a folder a compare is writing is refused the same way
+    from synthformer.train import TrainConfig, train
+    with RunLock(out):
+        with pytest.raises(Exception, match="is in use by another run"):
+            train(TrainConfig(data=str(dialogue), out=str(out), steps=1, progress=False))
+
+
+@pytest.mark.parametrize("where", ["file", "under a file"])
+def test_compare_out_that_cannot_be_a_folder_is_one_line(dialogue, tmp_path, where):
+    file = tmp_path / "f"
+    file.write_text("x")
+    code, _, err = compare_main("--variants", "V", "--data", dialogue, "--out",
+                                file if where == "file" else file / "sub", *TINY)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+def test_default_seeds_follow_the_size_of_the_validation_split(dialogue):
+    """3 seeds by default, 5 when the final evaluation reads under 200 items (here: LM blocks)."""
+    from synthformer.compare import DEFAULTS, default_seeds, eval_items
+    from synthformer.train import TrainConfig, prepare_data
+
+    cfg = TrainConfig(**{**DEFAULTS, "data": str(dialogue), "vocab_size": 300, "batch_size": 4})
+    data = prepare_data(cfg, 24, log=lambda *a: None)
+    blocks = (len(data.encoded["valid"]) - 1) // 24  # block i starts at token 24 i and holds 25 tokens
+    assert eval_items(data, cfg) == blocks and 0 < blocks < 200
+    assert eval_items(data, TrainConfig(**{**cfg.to_dict(), "final_eval_batches": 1})) == min(blocks, 4)
+    assert [default_seeds(n) for n in (blocks, 199, 200, 5000)] == [5, 5, 3, 3]
 
 
 # ----------------------------------------------------------------------------- report
@@ -150,8 +235,8 @@ def test_copied_numbers_match_the_paper_text():
 def test_compare_seeds_two_through_the_cli(dialogue, tmp_path):
     """`compare --seeds 2`: every variant twice on the same data, mean ± std, per-seed rows kept."""
     out = tmp_path / "seeds"
-    code, stdout, err = compare_main("--variants", "Fix,R", "--data", dialogue, "--out", out, "--seeds", "2",
-                                     "--seed", "5", *TINY)
+    code, stdout, err = compare_main("--variants", "Fix,R", "--data", dialogue, "--out", out, "--seed", "5", *TINY,
+                                     "--seeds", "2")
     assert code == 0, err
     results = json.loads((out / "results.json").read_text())
     assert results["seeds"] == [5, 6]
@@ -169,8 +254,11 @@ def test_compare_seeds_two_through_the_cli(dialogue, tmp_path):
         toks = {(Path(s["run"]) / "tokenizer.json").read_text() for s in r["seeds"]}
         assert len(toks) == 1
     table = (out / "table.md").read_text()
-    assert re.search(r"\| Fix \| [\d.]+k \| [\d.]+ ± [\d.]+ \|", table), table
-    assert "mean ± sample std over 2 seeds" in table
+    for r in results["variants"]:  # the 95% interval over the two seeds (and the items' SEs, when given)
+        lo, hi = r["interval"]["ppl"]
+        assert lo < r["metrics"]["ppl"] < hi and min(s["metrics"]["ppl"] for s in r["seeds"]) > lo
+        assert f"| {r['variant']} | " in table and f"{r['metrics']['ppl']:.2f} [{lo:.2f}, {hi:.2f}]" in table
+    assert "mean over 2 seed(s) [95% interval" in table
     assert {f["claim"] for f in results["findings"]} == {"t2-lm1b-fix-vs-r", "t2-lm1b-fix-worst"}
 
 
@@ -179,9 +267,10 @@ def test_compare_seeds_two_through_the_cli(dialogue, tmp_path):
     (["--seeds", "-2"], "--seeds=-2 must be an integer >= 1"),
     (["--claims", "Table 9"], "unknown claim or table 'Table 9'; valid tables: Table 2"),
     (["--task-kind", "speech"], "unknown task kind 'speech'; valid: lm"),
+    (["--data", "no-such-file.txt"], "no-such-file.txt"),  # found out by loading the data: nothing left behind
 ])
 def test_compare_bad_input_is_one_line_before_any_work(args, message, dialogue, tmp_path):
-    code, _, err = compare_main("--variants", "V", "--data", dialogue, "--out", tmp_path / "x", *args, *TINY)
+    code, _, err = compare_main("--variants", "V", "--data", dialogue, "--out", tmp_path / "x", *TINY, *args)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "x").exists()
 

@@ -32,6 +32,8 @@ def test_list_shows_every_name_with_data_variants_and_time():
         assert re.search(rf"^{name}: ", out, re.M), name
     assert out.count("    data: ") == len(NAMES) and out.count("    variants: ") == len(NAMES)
     assert out.count("smoke < 1 min") == len(NAMES)
+    auto = "seeds per variant: smoke 1, cpu auto (3; 5 when a validation split has under 200 items)"
+    assert out.count(auto) == len(NAMES)
     assert tuple(names()) == NAMES
 
 
@@ -94,6 +96,12 @@ def test_smoke_end_to_end(tmp_path, name):
             assert (out / section["folder"] / "results.json").exists()
     judged = [c for c in results["claims"] if c["status"] in ("reproduced", "not reproduced", "inconclusive")]
     assert judged, "no claim was judged"
+    for section in results["sections"]:  # per-seed rows, the tuned values and the floor of every grid
+        if "folder" in section and name != "table5":
+            assert all(r["seeds"] and r["tuned"] and "interval" in r for r in section["rows"])
+            assert "floor" in section and "Not tuned" in report  # smoke: no sweep (cpu and gpu sweep)
+            if section["floor"]:
+                assert f"| floor: {section['floor']['name']} |" in report
     if name == "table3":  # ROUGE-1/2 from decoded test outputs; METEOR/CIDEr said absent
         assert "| ROUGE-1 | ROUGE-2 | ROUGE-L | BLEU-4 |" in report and "METEOR and CIDEr: not computed" in report
         scores = results["sections"][0]["test_scores"]
@@ -105,6 +113,13 @@ def test_smoke_end_to_end(tmp_path, name):
         assert (out / "finetune" / "results.json").exists()
     if name == "lra":
         assert "not available" in report and "Retrieval" in report and "Pathfinder" in report
+        # the text grid is LRA's text kind; the averages are judged on per-variant means over the three tasks
+        status = {c["claim"]: c["status"] for c in results["claims"]}
+        for cid in ("lra-text-rv-close-v", "lra-avg-rv-below-v", "lra-avg-rv-above-linformer"):
+            assert status[cid] in ("reproduced", "not reproduced", "inconclusive"), (cid, status[cid])
+        average = {r["variant"]: r for r in results["sections"][-1]["rows"]}
+        tasks = [{r["variant"]: r["metrics"]["accuracy"] for r in s["rows"]} for s in results["sections"][:3]]
+        assert average["V"]["metrics"]["accuracy"] == pytest.approx(sum(t["V"] for t in tasks) / 3)
     if name == "table2":  # rerun with the same --out continues: nothing is trained again
         mtimes = {p: p.stat().st_mtime_ns for p in out.glob("*/*/done.json")}
         assert len(mtimes) == 18
@@ -120,7 +135,7 @@ def test_smoke_end_to_end(tmp_path, name):
         (out / "mt" / "settings.json").write_text(json.dumps(settings))
         code, _, err = reproduce(name, "--budget", "smoke", "--out", out)
         assert code == 2 and err.count("\n") == 1
-        assert "mt was run with other settings: train.steps 400 (now 2); delete it to rerun it" in err
+        assert "mt was run with other settings: train.steps 400 (now 2); rerun with those settings or choose" in err
         (out / "mt" / "settings.json").unlink()  # results from before settings were recorded: refused too
         code, _, err = reproduce(name, "--budget", "smoke", "--out", out)
         assert code == 2 and "holds results without the settings.json they were made with" in err
@@ -134,6 +149,12 @@ def test_figures_smoke_draws_histograms_and_heatmaps(tmp_path):
     for image in ("histograms.png", "attention.png"):
         assert (out / image).stat().st_size > 5000 and f"]({image})" in report
     assert results["images"] == ["histograms.png", "attention.png"]
+    # the figures claim's numbers: the variance of the trained weights, per seed and variant
+    rows = {r["variant"]: r for r in results["sections"][0]["rows"]}
+    assert set(rows) == {"V", "R", "D"}
+    for r in rows.values():
+        assert r["metrics"]["weight_var"] == r["seeds"][0]["metrics"]["weight_var"] > 0
+    assert "Variance of the trained attention weights" in report
 
 
 def test_publish_and_index_list_every_claim_and_what_was_not_run(tmp_path):

@@ -12,6 +12,8 @@ results.json with the paper's claims judged, table.md, curves.png, one run folde
 ``results.json`` and the name's own figures. Running the same command again continues: finished grids
 and runs are reused, an interrupted run resumes from its checkpoint. A grid folder records the settings it
 ran with (``settings.json``): one run with other settings (a budget changed since) is refused, not reused.
+At the cpu and gpu budgets every variant first gets the same learning-rate sweep (`synthformer.tuning`)
+and trains 3 seeds (5 where a validation split has under 200 items); the smoke budget does neither.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import time
 from pathlib import Path
 
 from ..data.sources import SOURCES
-from .common import BUDGETS, Context, ReproduceError, write_report
+from .common import AUTO_SEEDS, BUDGET_TUNE, BUDGETS, Context, ReproduceError, write_report
 from ..integrity import atomic_write_text
 
 MANIFEST = "reproduce.json"  # name, budget and seeds of a run folder (a rerun must match them)
@@ -59,9 +61,10 @@ def default_out(name: str, budget: str) -> Path:
     return Path("runs") / "reproduce" / f"{name}-{budget}"
 
 
-def open_folder(out: Path, name: str, budget: str, seeds: int) -> None:
+def open_folder(out: Path, name: str, budget: str, seeds: int | None) -> None:
     """Create the run folder, or check that it holds the same reproduction (continuing it)."""
     file = out / MANIFEST
+    seeds = "auto" if seeds is None else seeds
     if out.exists() and not out.is_dir():
         raise ReproduceError(f"--out {out} is a file; give a folder")
     if file.exists():
@@ -84,13 +87,17 @@ def open_folder(out: Path, name: str, budget: str, seeds: int) -> None:
 
 
 def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: str | Path | None = None,
-              device: str | None = None, threads: int | None = None, log=print) -> dict:
-    """Run one name at a budget into `out`; returns the results dict written to out/results.json."""
+              device: str | None = None, threads: int | None = None, log=print, tune=None) -> dict:
+    """Run one name at a budget into `out`; returns the results dict written to out/results.json.
+
+    `seeds`: per variant (default the name's for the budget; None there is compare's default: 3, or 5
+    for validation splits under 200 items). `tune`: a `tuning.TuneConfig`, or None for the budget's
+    (the default sweep at cpu and gpu, none at smoke)."""
     module = get(name)
     spec = module.SPEC
     check_budget(budget)
     seeds = spec.seeds[budget] if seeds is None else seeds
-    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
+    if seeds is not None and (not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1):
         raise ReproduceError(f"--seeds {seeds} must be an integer >= 1")
     if threads is not None and threads < 1:
         raise ReproduceError(f"--threads {threads} must be >= 1")
@@ -99,7 +106,8 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
         module.check()  # e.g. table5: the fine-tuning pipeline is installed
     out = Path(out) if out else default_out(name, budget)
     open_folder(out, name, budget, seeds)
-    ctx = Context(name, budget, seeds, out, device=device, threads=threads, log=log)
+    ctx = Context(name, budget, seeds, out, device=device, threads=threads, log=log,
+                  tune=BUDGET_TUNE[budget] if tune is None else tune)
     t0 = time.time()
     sections, images = module.run(ctx)
     results = write_report(ctx, spec, sections, _wall(out, time.time() - t0), images)
@@ -124,9 +132,10 @@ def list_text() -> str:
     for name, module in names().items():
         s = module.SPEC
         times = ", ".join(f"{b} {s.minutes[b]}" for b in BUDGETS)
-        seeds = ", ".join(f"{b} {s.seeds[b]}" for b in BUDGETS)
+        seeds = ", ".join(f"{b} {AUTO_SEEDS if s.seeds[b] is None else s.seeds[b]}" for b in BUDGETS)
         lines += [f"{name}: {s.reproduces}", f"    data: {s.data}", f"    variants: {s.variants}",
-                  f"    time: {times} (seeds per variant: {seeds})", ""]
+                  f"    time per seed, before the lr sweep: {times} (seeds per variant: {seeds}; the sweep at cpu "
+                  "and gpu adds about one to two seeds' time)", ""]
     return "\n".join(lines).rstrip()
 
 

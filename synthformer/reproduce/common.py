@@ -8,15 +8,16 @@ the package's ``__init__`` checks the sources, opens the run folder and writes t
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..claims import CLAIMS, STATUSES, evaluate, finding_line
+from ..compare import DEFAULT_SEEDS, SMALL_EVAL, SMALL_EVAL_SEEDS, with_floor
 from ..errors import SynthformerError
-from ..report import table_markdown
 from ..integrity import atomic_write_text
+from ..report import table_markdown, tuning_markdown
+from ..tuning import TuneConfig
 
 BUDGETS = ("smoke", "cpu", "gpu")
 SMOKE_NOTE = ("**Smoke budget: a check that the pipeline runs end to end (two training steps). The models are "
@@ -44,6 +45,10 @@ BUDGET_TRAIN = {
                 log_every=50, precision="bf16", device="cuda"),
 }
 BUDGET_MODEL = {"smoke": dict(max_seq_len=32), "cpu": {}, "gpu": {}}
+# The learning-rate sweep every variant gets (synthformer.tuning) per budget: the default protocol at the
+# real budgets; none at smoke (the pipeline check; tests/test_tuning.py runs a tiny sweep instead).
+BUDGET_TUNE = {"smoke": None, "cpu": TuneConfig(), "gpu": TuneConfig()}
+AUTO_SEEDS = (f"auto ({DEFAULT_SEEDS}; {SMALL_EVAL_SEEDS} when a validation split has under {SMALL_EVAL} items)")
 
 
 def budget_train(budget: str, **over) -> dict:
@@ -68,7 +73,7 @@ class Spec:
     data: str  # the data used, in words
     variants: str  # the variants, in words
     minutes: dict  # budget -> estimated wall time in words, e.g. {"smoke": "< 1 min", ...}
-    seeds: dict  # budget -> default seeds per variant
+    seeds: dict  # budget -> default seeds per variant (None: compare's default, see AUTO_SEEDS)
     sources: tuple  # registry sources it needs (checked before any training)
     tables: tuple  # claim tables (synthformer.claims) whose claims the report lists
     differences: str  # how this setting differs from the paper's, and so what can be compared
@@ -109,11 +114,16 @@ class Context:
 
     name: str
     budget: str
-    seeds: int
+    seeds: int | None  # None: compare's default (AUTO_SEEDS)
     out: Path
     device: str | None = None
     threads: int | None = None
     log: object = print
+    tune: TuneConfig | None = None  # the sweep every variant gets (None: none)
+
+    @property
+    def seeds_text(self) -> str:
+        return AUTO_SEEDS if self.seeds is None else str(self.seeds)
 
     def train_overrides(self, grid: Grid) -> dict:
         over = dict(grid.train)
@@ -124,80 +134,49 @@ class Context:
         return over
 
     def run_grid(self, grid: Grid) -> dict:
-        """Run (or reuse, or continue) one comparison in out/<key>; returns its results dict."""
+        """Run (or reuse, or continue) one comparison in out/<key>; returns its results dict. The folder
+        records its settings (`compare.check_settings`): one run with other settings is refused."""
         from ..compare import compare
 
-        folder = self.out / grid.key
-        settings = {"variants": list(grid.variants), "train": grid.train, "model": grid.model, "seeds": self.seeds}
-        done = reuse(folder, settings, f"{self.name}/{grid.key}", self.log)
-        if done is not None:
-            return done
-        self.log(f"{self.name}/{grid.key}: {grid.title}: {', '.join(grid.variants)} x {self.seeds} seed(s)")
-        return compare(list(grid.variants), self.train_overrides(grid), dict(grid.model), folder,
-                       log=self.log, seeds=self.seeds, kind=grid.kind)
-
-
-SETTINGS = "settings.json"  # what a folder's results were (or are being) computed with
-
-
-def _flat(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
-    return out
+        return compare(list(grid.variants), self.train_overrides(grid), dict(grid.model), self.out / grid.key,
+                       log=self.log, seeds=self.seeds, kind=grid.kind, tune=self.tune, reuse=True)
 
 
 def reuse(folder: Path, settings: dict, label: str, log=print) -> dict | None:
     """The results.json of ``folder`` when it finished with these settings; None when it is to be run or
     continued (the settings are then recorded). A folder run with other settings (e.g. a budget's steps
     changed since) is an error: reusing it would report numbers of another configuration."""
-    settings = json.loads(json.dumps(settings))  # as stored: tuples -> lists
-    file, done = folder / SETTINGS, folder / "results.json"
-    stored = None
-    if file.exists():
-        try:
-            stored = json.loads(file.read_text())
-        except json.JSONDecodeError:
-            raise ReproduceError(f"{file} is damaged (not JSON); delete {folder} to rerun it") from None
-    elif done.exists():
-        raise ReproduceError(f"{folder} holds results without the {SETTINGS} they were made with; delete it "
-                             "to rerun it, or choose another --out")
-    if stored is not None and stored != settings:
-        theirs, mine = _flat(stored), _flat(settings)
-        diff = ", ".join(f"{k} {theirs.get(k)} (now {mine.get(k)})" for k in sorted(theirs.keys() | mine.keys())
-                         if theirs.get(k) != mine.get(k))
-        raise ReproduceError(f"{folder} was run with other settings: {diff}; delete it to rerun it, or choose "
-                             "another --out")
-    if done.exists():
-        log(f"{label}: finished earlier, reusing {done}")
-        return json.loads(done.read_text())
-    folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(file, json.dumps(settings, indent=1))
-    return None
+    from ..compare import check_settings, read_json
+
+    if not check_settings(folder, settings, ReproduceError):
+        return None
+    log(f"{label}: finished earlier, reusing {folder / 'results.json'}")
+    return read_json(folder / "results.json", ReproduceError, f"delete {folder} to rerun it")
 
 
 # ----------------------------------------------------------------------------- sections and reports
 def slim_rows(results: dict) -> list[dict]:
     """The result rows without resolved configs (results.json of the grid keeps those)."""
-    keep = ("variant", "params", "metrics", "metrics_std", "tokens_per_s", "tokens_per_s_std", "train_time_s",
-            "n_seeds", "runs")
+    keep = ("variant", "params", "metrics", "metrics_std", "interval", "tuned", "sweep", "seeds", "tokens_per_s",
+            "tokens_per_s_std", "train_time_s", "n_seeds", "runs")
     return [{k: r.get(k) for k in keep} for r in results["variants"]]
 
 
 def grid_section(grid: Grid, results: dict, tables: tuple, extra_body: str = "") -> Section:
     """The standard section of a grid: our table beside the paper's columns, the curves, the claims."""
-    rows = results["variants"]
+    rows = with_floor(results)
     kind = results["kind"]
     # judged now, not read from the grid's results.json: a rule changed since the runs applies to them too
     found = [f for f in evaluate(rows, kind) if f["table"] in tables]
-    body = [grid.note, "", table_markdown(rows, grid.task, kind=kind)]
+    body = [grid.note, "", table_markdown(rows, grid.task, kind=kind), "", tuning_markdown(rows, results.get("tuning"))]
     if extra_body:
         body += ["", extra_body]
     body += ["", f"![learning curves]({grid.key}/curves.png)"]
     return Section(grid.title, "\n".join(body).strip("\n"), found, kinds=(kind,),
-                   variants=tuple(r["variant"] for r in rows),
+                   variants=tuple(r["variant"] for r in results["variants"]),
                    data={"key": grid.key, "task": grid.task, "data": grid.data, "kind": kind,
-                         "folder": grid.key, "rows": slim_rows(results), "findings": found})
+                         "folder": grid.key, "rows": slim_rows(results), "floor": results.get("floor"),
+                         "tuning": results.get("tuning"), "findings": found})
 
 
 def claim_statuses(spec: Spec, sections: list[Section]) -> list[dict]:
@@ -251,9 +230,11 @@ def write_report(ctx: Context, spec: Spec, sections: list[Section], wall_s: floa
 
     claims = claim_statuses(spec, sections)
     lines = [f"# synthformer reproduce {spec.name}: {spec.reproduces}", "",
-             f"Budget **{ctx.budget}**, {ctx.seeds} seed(s) per variant, device {ctx.device or 'auto'}; "
+             f"Budget **{ctx.budget}**, seeds per variant: {ctx.seeds_text}, device {ctx.device or 'auto'}; "
+             f"{'the same learning-rate sweep for every variant (tables below)' if ctx.tune else 'no tuning'}; "
              f"{wall_s / 60:.1f} min of training and evaluation in this folder's runs "
-             f"(`synthformer reproduce {spec.name} --budget {ctx.budget} --seeds {ctx.seeds} --out {ctx.out}`).",
+             f"(`synthformer reproduce {spec.name} --budget {ctx.budget}"
+             f"{'' if ctx.seeds is None else f' --seeds {ctx.seeds}'} --out {ctx.out}`).",
              "", f"Data: {spec.data}. Variants: {spec.variants}.", "",
              *([SMOKE_NOTE, ""] if ctx.budget == "smoke" else []),
              f"**How this differs from the paper.** {spec.differences} The paper's numbers ({CITATION}) were "
@@ -268,7 +249,8 @@ def write_report(ctx: Context, spec: Spec, sections: list[Section], wall_s: floa
     if images:
         lines += ["## Figures", ""] + [f"![{Path(i).stem}]({i})" for i in images] + [""]
     atomic_write_text(ctx.out / "report.md", "\n".join(lines))
-    results = {"name": spec.name, "reproduces": spec.reproduces, "budget": ctx.budget, "seeds": ctx.seeds,
+    results = {"name": spec.name, "reproduces": spec.reproduces, "budget": ctx.budget,
+               "seeds": "auto" if ctx.seeds is None else ctx.seeds, "tuning": ctx.tune.to_dict() if ctx.tune else None,
                "device": ctx.device, "wall_s": wall_s, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
                "claims": claims, "sections": [{"title": s.title, **s.data} for s in sections], "images": images}
     atomic_write_json(ctx.out / "results.json", results)

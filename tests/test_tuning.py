@@ -1,0 +1,99 @@
+"""The tuning protocol (`synthformer.tuning`): every variant gets the same learning-rate sweep on the
+validation split; a tiny sweep runs through the real `compare` and the chosen values are the argmin."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from synthformer.errors import ConfigError
+from synthformer.train import TrainConfig
+from synthformer.tuning import TuneConfig, best_index, candidates, has_tables, make_tune
+from test_compare import compare_main, dialogue  # noqa: F401 (dialogue: the tiny data file fixture)
+
+TINY = ["--steps", "3", "--seq_len", "24", "--vocab_size", "300", "--batch_size", "4", "--eval_batches", "2",
+        "--threads", "1", "--progress", "false", "--warmup_steps", "1"]
+
+
+def test_a_tiny_sweep_through_compare_chooses_the_argmin_of_validation(dialogue, tmp_path):
+    """Two lr values for every variant (and the table multiplier where there are tables), given in the
+    config file's compare section; the chosen values are those of the lowest validation loss, read
+    back from the candidates' own run folders, and every seed trains with them."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("eval_every: 0\ncompare:\n  seeds: 1\n  variants: [V, R]\n"
+                   "  tune: {lr_mults: [1, 8], table_lr_mults: [1, 10], fraction: 1.0}\n")
+    out = tmp_path / "cmp"
+    code, stdout, err = compare_main("--config", cfg, "--data", dialogue, "--out", out, *TINY)
+    assert code == 0, err
+    results = json.loads((out / "results.json").read_text())
+    assert results["tuning"]["lr_mults"] == [1, 8] and results["tuning"]["fraction"] == 1.0
+    by = {r["variant"]: r for r in results["variants"]}
+    # V has no position tables: the multiplier is inert, its candidates are the two lrs; R's are 2 x 2
+    assert [(c["lr"], c["table_lr_mult"]) for c in by["V"]["sweep"]] == [(2e-3, 10.0), (1.6e-2, 10.0)]
+    assert [(c["lr"], c["table_lr_mult"]) for c in by["R"]["sweep"]] == [(2e-3, 1.0), (2e-3, 10.0),
+                                                                         (1.6e-2, 1.0), (1.6e-2, 10.0)]
+    for row in results["variants"]:
+        losses = []
+        for c in row["sweep"]:
+            done = json.loads((Path(c["run"]) / "done.json").read_text())
+            assert done["train"]["lr"] == c["lr"] and done["train"]["table_lr_mult"] == c["table_lr_mult"]
+            assert done["train"]["steps"] == 3 and done["train"]["seed"] == 0
+            assert done["valid"]["loss"] == c["valid"]
+            losses.append(done["valid"]["loss"])
+        best = row["sweep"][losses.index(min(losses))]
+        assert row["tuned"] == {k: best[k] for k in ("lr", "warmup_steps", "table_lr_mult")}
+        trained = json.loads((Path(row["run"]) / "config.json").read_text())["train"]
+        assert trained["lr"] == row["tuned"]["lr"] and trained["table_lr_mult"] == row["tuned"]["table_lr_mult"]
+    table = (out / "table.md").read_text()
+    assert "Tuning (the same sweep for every variant" in table and "x1/8 of the base" in table
+    assert f"| R | {by['R']['tuned']['lr']:.3g} | 1 | {by['R']['tuned']['table_lr_mult']:g} |" in table
+    # a rerun reuses the finished candidates; the settings recorded include the sweep
+    (out / "results.json").unlink()
+    code, stdout, err = compare_main("--config", cfg, "--data", dialogue, "--out", out, *TINY)
+    assert code == 0 and stdout.count("finished earlier") == 2 + 4 + 2, stdout
+    code, _, err = compare_main("--config", cfg, "--data", dialogue, "--out", out, *TINY, "--tune")
+    assert code == 2 and "was run with other settings: tune.fraction 1.0 (now 0.25)" in err
+
+
+def test_the_lowest_finite_loss_wins():
+    nan, inf = float("nan"), float("inf")
+    assert best_index([nan, 3.0, 2.0, 2.0]) == 2  # NaN compares false: a plain min() would keep it
+    assert best_index([inf, 5.0]) == 1 and best_index([4.0, nan]) == 0 and best_index([nan, nan]) == 0
+
+
+def test_intervals_skip_diverged_seeds():
+    from synthformer.compare import intervals
+
+    rows = [{"metrics": {"ppl": 10.0, "ppl_se": 0.5, "loss": 2.3}}, {"metrics": {"ppl": float("inf"), "loss": 9.0,
+                                                                               "ppl_se": float("nan")}}]
+    found = intervals(rows)
+    assert "ppl" not in found and found["loss"][0] < 2.3 < 9.0 < found["loss"][1]
+
+
+def test_candidates_and_which_variants_have_tables():
+    base = TrainConfig(lr=1e-3, warmup_steps=40, table_lr_mult=10.0)
+    tune = TuneConfig(lr_mults=(0.5, 2.0), warmups=(40, 160), table_lr_mults=(1.0, 10.0))
+    assert len(candidates(tune, base, tables=True)) == 8 and len(candidates(tune, base, tables=False)) == 4
+    assert candidates(tune, base, tables=False)[1] == {"lr": 5e-4, "warmup_steps": 160, "table_lr_mult": 10.0}
+    assert TuneConfig().steps(800) == 200 and TuneConfig(min_steps=300).steps(800) == 300
+    tables = {v: has_tables("lm", "tiny", {}, v) for v in ("V", "Fix", "R", "FR", "D", "FD", "R+V", "dynamicconv")}
+    assert tables == {"V": False, "Fix": False, "R": True, "FR": True, "D": True, "FD": True, "R+V": True,
+                      "dynamicconv": False}
+    assert has_tables("classify", "tiny", {}, "linformer") is False
+
+
+@pytest.mark.parametrize("value, message", [
+    ({"lr_mults": []}, "lr_mults=() is invalid"),
+    ({"fraction": 0}, "fraction=0 is invalid: must be in (0, 1]"),
+    ({"lr_mult": [1]}, "unknown key(s) ['lr_mult']"),
+    ("yes", "tune='yes' is invalid"),
+])
+def test_bad_tune_options_are_one_line(value, message, dialogue, tmp_path):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        make_tune(value)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("compare:\n  tune: " + json.dumps(value) + "\n")
+    code, _, err = compare_main("--config", cfg, "--data", dialogue, "--out", tmp_path / "x", *TINY)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "x").exists()
