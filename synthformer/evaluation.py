@@ -1,7 +1,6 @@
 """Evaluation of a model on one split of a run's data: the loop every caller shares (train, eval)."""
 from __future__ import annotations
 
-import numpy as np
 
 from .task_data import TaskData
 from .tasks import Task
@@ -13,6 +12,7 @@ def decode_sample(n: int, k: int, seed: int = DECODE_SEED) -> list[int]:
     """Sorted indices of the items a seq2seq evaluation decodes out of `n`: none when `k` is 0, all
     when `k` >= n, else `k` drawn uniformly without replacement with a generator seeded by `seed`.
     It depends on (n, k, seed) only, never on how batches are ordered or cut."""
+    import numpy as np  # train extra: imported when used, so the core install runs on torch alone
     if k <= 0:
         return []
     if k >= n:

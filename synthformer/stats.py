@@ -18,8 +18,6 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence
 
-import numpy as np
-
 N_BOOT = 200  # bootstrap replicates: enough for a standard error to ~5% (its CV is ~1/sqrt(2 n_boot))
 
 
@@ -31,6 +29,7 @@ def bootstrap_ses(items, statistics: dict[str, Callable], n_boot: int = N_BOOT, 
     (numpy's default PCG64), and every `statistics[name]` gets ``items[indices]`` (a numpy array)
     and returns a float. The SE is the standard deviation (ddof=1) of the `n_boot` replicate values.
     One item gives 0.0 (every resample is that item); no items is an error."""
+    import numpy as np  # train extra: imported when used, so the core install runs on torch alone
     arr = items if isinstance(items, np.ndarray) else np.asarray(items)
     n = len(arr)
     if n == 0:
@@ -63,6 +62,7 @@ def t_quantile(p: float, dof: float) -> float:
 
     Newton's method on the CDF, the CDF being 1/2 + the integral of the density from 0 (Simpson's
     rule on a grid fine enough for 1e-9 here); no scipy needed."""
+    import numpy as np  # train extra: imported when used, so the core install runs on torch alone
     if not 0.5 <= p < 1.0 or not dof > 0:
         raise ValueError(f"t_quantile needs 0.5 <= p < 1 and dof > 0, got p={p}, dof={dof}")
     if math.isinf(dof):
@@ -117,6 +117,7 @@ def combine(values: Sequence[float], ses: Sequence[float | None], level: float =
     With one seed and no SE there is no interval: lo = hi = NaN (every comparison with NaN is
     false, so nothing is decided on it). A non-finite mean gives NaN bounds too.
     """
+    import numpy as np  # train extra: imported when used, so the core install runs on torch alone
     v = np.asarray([float(x) for x in values], dtype=float)
     n = len(v)
     if n == 0:

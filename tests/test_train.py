@@ -187,11 +187,12 @@ def test_resume_refuses_a_changed_config_and_a_finished_run(data, tmp_path):
     ok("train", "--data", data["lm"], "--out", run, "--stop_after", "1", *SMALL)
     code, _, err = main("train", "--resume", "--out", run, "--lr", "0.5")
     assert code == 2 and "cannot change lr" in err and len(err.strip().splitlines()) == 1
-    stored = json.loads((run / "config.json").read_text())
+    original = (run / "config.json").read_text()
+    stored = json.loads(original)
     (run / "config.json").write_text(json.dumps({**stored, "model": {**stored["model"], "num_heads": 0}}))
-    code, _, err = main("train", "--resume", "--out", run)  # a stored model config that no longer validates
+    code, _, err = main("train", "--resume", "--out", run)  # an edited config: refused against the manifest
     assert code == 2 and "config.json" in err and len(err.strip().splitlines()) == 1, err
-    (run / "config.json").write_text(json.dumps(stored))
+    (run / "config.json").write_text(original)
     ok("train", "--resume", "--out", run)
     code, _, err = main("train", "--resume", "--out", run)
     assert code == 2 and "already complete" in err

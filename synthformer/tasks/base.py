@@ -16,7 +16,6 @@ import itertools
 import math
 from typing import Any, Iterable
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -104,6 +103,7 @@ def add_losses(totals: dict, logits: Tensor, targets: Tensor, ignore: int) -> No
     """Add the cross-entropy of `logits` (B, ..., V) against `targets` (B, ...) to `totals`: the sum
     ("loss_sum") and count of the predictions not `ignore`d, and one (loss sum, count) row per item
     ("item_losses", a list of (B, 2) arrays)."""
+    import numpy as np  # train extra: imported when used, so the core install runs on torch alone
     per = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), ignore_index=ignore,
                           reduction="none").view(targets.shape[0], -1)  # (B, predictions per item), 0 where ignored
     sums = per.double().sum(1).cpu().numpy()  # (B,)
@@ -116,6 +116,7 @@ def add_losses(totals: dict, logits: Tensor, targets: Tensor, ignore: int) -> No
 def loss_ses(totals: dict, n_boot: int = N_BOOT) -> dict:
     """{"loss_se", "ppl_se"}: bootstrap SEs over the evaluated items (sequences, examples) of the mean
     loss per prediction and of its perplexity, from the rows `add_losses` kept."""
+    import numpy as np  # train extra: imported when used, so the core install runs on torch alone
     items = np.concatenate(totals["item_losses"])  # (N, 2): loss sum, predictions
 
     def loss(s):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 
 from ..data import DataError, SequenceBatches, encode_labelled
 from ..errors import ConfigError
@@ -72,6 +71,7 @@ class ClassifyTask(Task):
         return int((~batch["padding_mask"]).sum())
 
     def eval_batch(self, model, batch, tokenizer, totals, generator, **options):
+        import numpy as np  # train extra: imported when used, so the core install runs on torch alone
         logits, labels, ignore = self.predictions(model, batch)  # (B, C), (B,)
         add_losses(totals, logits, labels, ignore)
         right = (logits.argmax(-1) == labels).cpu().numpy()  # (B,)
@@ -82,6 +82,7 @@ class ClassifyTask(Task):
             counts[label] = counts.get(label, 0) + 1
 
     def eval_metrics(self, totals, **options):
+        import numpy as np  # train extra: imported when used, so the core install runs on torch alone
         count = totals["count"]
         majority = max(totals.get("label_counts", {0: 0}).values())
         right = np.concatenate(totals["item_correct"])  # (N,) 1.0 where the argmax is the label

@@ -5,13 +5,15 @@ A hypothesis may be as long as its source allows (`decode_limit`), never as its 
 from __future__ import annotations
 
 import math
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..data import SequenceBatches, encode_pairs
 from ..stats import N_BOOT, bootstrap_ses
 from .base import Task, device_of, loss_ses, perplexity, to_device
 from .lm import model_pad_id
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class Seq2SeqTask(Task):
@@ -103,6 +105,7 @@ def text_item_stats(hyps: list[str], refs: list[str]) -> np.ndarray:
     functions of the column sums (sacrebleu scores a corpus from summed sentence statistics), the
     ROUGE-L of their mean: `text_scores` turns a sum back into scores, so a bootstrap over sentences
     resamples rows instead of rescoring strings."""
+    import numpy as np  # train extra: imported when used, so the core install runs on torch alone
     import sacrebleu
     from rouge_score import rouge_scorer
 
