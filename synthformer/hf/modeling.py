@@ -37,7 +37,7 @@ from ..errors import InputError
 from ..model import SynthformerModel, build_model
 from .cache import SynthformerCache
 from .configuration import SynthformerConfig
-from .stack import check_cache_padding, left_padding, padding_mask, rotate, rotate_square, run_stack
+from .stack import check_cache_padding, left_padding, padding_mask, rotate, rotate_weights, run_stack
 
 
 def _token_loss(logits: Tensor, labels: Tensor) -> Tensor:
@@ -113,7 +113,7 @@ class SynthformerPreTrainedModel(PreTrainedModel):
     def _back(lead, h, states, weights):
         """h, hidden states and attention weights rotated back to the given (left-padded) positions."""
         states = tuple(rotate(s, lead, back=True) for s in states) if states else states
-        weights = tuple(rotate_square(w, lead) for w in weights) if weights else weights
+        weights = tuple(rotate_weights(w, lead) for w in weights) if weights else weights
         return rotate(h, lead, back=True), states, weights
 
     def _cache_for(self, past_key_values, use_cache):

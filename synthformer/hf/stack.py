@@ -48,9 +48,11 @@ def rotate(t: Tensor | None, lead: Tensor | None, dim: int = 1, back: bool = Fal
     return t.gather(dim, index.expand_as(t))
 
 
-def rotate_square(t: Tensor, lead: Tensor | None) -> Tensor:
-    """Attention weights (B, H, L, L) rotated back along both position axes."""
-    return rotate(rotate(t, lead, dim=2, back=True), lead, dim=3, back=True)
+def rotate_weights(t: Tensor, lead: Tensor | None) -> Tensor:
+    """Attention weights (B, H, L, L) rotated back along both position axes (a Linformer's (B, H, L, k)
+    along the query axis: its keys are projections of the whole sequence)."""
+    t = rotate(t, lead, dim=2, back=True)
+    return rotate(t, lead, dim=3, back=True) if t.shape[3] == t.shape[2] else t
 
 
 def check_cache_padding(lead: Tensor | None, caching: bool) -> None:
