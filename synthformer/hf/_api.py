@@ -7,8 +7,9 @@ from transformers import (AutoConfig, AutoModel, AutoModelForCausalLM, AutoModel
 from .cache import SynthformerCache, SynthformerCacheLayer
 from .configuration import SynthformerConfig
 from .export import AUTO_CLASSES, ExportError, export_hf, find_model_folder
-from .modeling import (HF_CLASSES, SynthformerBaseModel, SynthformerForCausalLM, SynthformerForMaskedLM, SynthformerForSeq2SeqLM,
-                       SynthformerForSequenceClassification, SynthformerPreTrainedModel, from_hf, to_hf)
+from .modeling import (HF_CLASSES, SynthformerBaseModel, SynthformerForCausalLM, SynthformerForMaskedLM,
+                       SynthformerForSeq2SeqLM, SynthformerForSequenceClassification, SynthformerPreTrainedModel,
+                       from_hf, to_hf)
 from .tokenization import to_hf_tokenizer, to_tokenizers
 
 
@@ -30,7 +31,7 @@ def register() -> None:
 
 register()
 
-__all__ = ["AUTO_CLASSES", "ExportError", "HF_CLASSES", "SynthformerBaseModel", "SynthformerCache", "SynthformerCacheLayer",
-           "SynthformerConfig", "SynthformerForCausalLM", "SynthformerForMaskedLM", "SynthformerForSeq2SeqLM",
-           "SynthformerForSequenceClassification", "SynthformerPreTrainedModel", "export_hf", "find_model_folder",
-           "from_hf", "register", "to_hf", "to_hf_tokenizer", "to_tokenizers"]
+__all__ = ["AUTO_CLASSES", "ExportError", "HF_CLASSES", "SynthformerBaseModel", "SynthformerCache",
+           "SynthformerCacheLayer", "SynthformerConfig", "SynthformerForCausalLM", "SynthformerForMaskedLM",
+           "SynthformerForSeq2SeqLM", "SynthformerForSequenceClassification", "SynthformerPreTrainedModel",
+           "export_hf", "find_model_folder", "from_hf", "register", "to_hf", "to_hf_tokenizer", "to_tokenizers"]

@@ -64,7 +64,7 @@ class SynthformerPreTrainedModel(PreTrainedModel):
                              "of the task)")
         self.model: SynthformerModel = build_model(config.to_model_config())
         self.gradient_checkpointing = False  # set by gradient_checkpointing_enable()
-        if getattr(self, "generation_config", None) is not None:  # decoding stops at EOS and pads after it, as synthformer's generate
+        if getattr(self, "generation_config", None) is not None:  # stop at EOS, pad after it: synthformer's generate
             gc = self.generation_config
             gc.bos_token_id, gc.eos_token_id, gc.pad_token_id = config.bos_id, config.eos_id, config.pad_id
             gc.max_length = config.max_seq_len  # the default budget fits the position table
