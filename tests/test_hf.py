@@ -571,12 +571,21 @@ print(json.dumps({{"labels": [r["label"] for r in pipe(texts)], "scores": [r["sc
         assert got["labels"][i] == said["label"] and abs(got["scores"][i] - said["probability"]) < 1e-4
 
 
-def test_lm_and_seq2seq_exports_load_and_decode_without_synthformer(trained_lm_run, tmp_path):
+def test_lm_seq2seq_and_mlm_exports_load_and_run_without_synthformer(trained_lm_run, tmp_path):
+    from transformers.dynamic_module_utils import get_relative_import_files
+
     out = H.export_hf(trained_lm_run, tmp_path / "lm")
+    copied = {__import__("pathlib").Path(f).name for f in get_relative_import_files(out / "modeling_synthformer.py")}
+    assert copied == {p.name for p in out.glob("synthformer_*.py")}  # transformers copies every vendored module
     model, _ = make_run("seq2seq", "R+V", tmp_path / "s2s_run")
     s2s = H.export_hf(tmp_path / "s2s_run", tmp_path / "s2s")
+    mlm, mlm_tok = make_run("mlm", "FD", tmp_path / "mlm_run")
+    mlm_out = H.export_hf(tmp_path / "mlm_run", tmp_path / "mlm")
     got = without_synthformer(f"""
-from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
+from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM
+mlm = AutoModelForMaskedLM.from_pretrained({str(mlm_out)!r}, trust_remote_code=True).eval()
+with torch.no_grad():
+    mlm_logits = mlm(torch.tensor([[7, 8, 4, 9, 10]])).logits.tolist()
 lm = AutoModelForCausalLM.from_pretrained({str(out)!r}, trust_remote_code=True).eval()
 tok = AutoTokenizer.from_pretrained({str(out)!r}, trust_remote_code=True)
 ids = tok(["the cat sat on a mat and", "a dog"], padding=True, return_tensors="pt")
@@ -585,8 +594,10 @@ s2s = AutoModelForSeq2SeqLM.from_pretrained({str(s2s)!r}, trust_remote_code=True
 s2s_tok = AutoTokenizer.from_pretrained({str(s2s)!r}, trust_remote_code=True)
 src = s2s_tok(["the cat sat"], return_tensors="pt")
 print(json.dumps({{"lm": gen, "mask": ids["attention_mask"].tolist(), "s2s": s2s.generate(**src, max_new_tokens=5,
-                  do_sample=False).tolist(), "src": src["input_ids"].tolist()}}))
+                  do_sample=False).tolist(), "src": src["input_ids"].tolist(), "mlm": mlm_logits}}))
 """, tmp_path)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.tensor(got["mlm"]), mlm(torch.tensor([[7, 8, 4, 9, 10]])), atol=ATOL, rtol=0)
     lm = load(trained_lm_run / "model").eval()
     run_tok = load_tokenizer(trained_lm_run)
     for row, mask, text in zip(got["lm"], got["mask"], ["the cat sat on a mat and", "a dog"]):
