@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .._optional import require
+from ..integrity import atomic_write_text
 from .prepare import DataError
 
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>", "<mask>", "<sep>"]
@@ -62,12 +63,12 @@ class Tokenizer:
 
     def save(self, folder: str | os.PathLike) -> Path:
         """Write ``folder/tokenizer.json`` (the standard file) and ``folder/tokenizer_meta.json``, each
-        atomically; returns the path of tokenizer.json."""
+        atomically and durably (`synthformer.integrity.atomic_write_text`); returns tokenizer.json's path."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         state = {k: v for k, v in self._state().items() if k != "hf"}  # BPE's model is tokenizer.json itself
-        _write_atomic(folder / FILENAME, to_tokenizers(self).to_str())
-        _write_atomic(folder / META_FILENAME, json.dumps({"kind": self.kind, "specials": list(self.specials),
+        atomic_write_text(folder / FILENAME, to_tokenizers(self).to_str())
+        atomic_write_text(folder / META_FILENAME, json.dumps({"kind": self.kind, "specials": list(self.specials),
                                                           **state}, ensure_ascii=False))
         return folder / FILENAME
 
@@ -352,12 +353,6 @@ def _strings(value) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError("expected a list of strings")
     return value
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 # ----------------------------------------------------------------------------- the standard tokenizers form
