@@ -400,7 +400,8 @@ def test_hidden_states_and_attentions_are_real_tensors():
         assert out.attentions[1].shape == (2, SHAPE["num_heads"], 9, 9)
         torch.testing.assert_close(out.attentions[1].sum(-1), torch.ones(2, SHAPE["num_heads"], 9))
         assert hf(ids).hidden_states is None
-        base = H.SynthformerBaseModel(hf.config)
+        base = transformers.AutoModel.from_config(hf.config)  # registered by `import synthformer.hf`
+        assert type(base) is H.SynthformerBaseModel
         base.model.load_state_dict(model.state_dict())
         torch.testing.assert_close(base(ids).last_hidden_state, out.hidden_states[-1])
 
