@@ -610,3 +610,22 @@ print(json.dumps({{"lm": gen, "mask": ids["attention_mask"].tolist(), "s2s": s2s
     assert src[-1] == 2  # the source ends with <eos>, as the seq2seq task encodes it
     want = model.generate(torch.tensor([src]), max_new_tokens=5)[0].tolist()
     assert got["s2s"][0][1:1 + len(want)] == want
+
+
+@pytest.mark.parametrize("kind", list(AUTO))
+def test_auto_model_loads_every_kind_as_its_hidden_states(kind, tmp_path):
+    model = tiny(kind, "R+V", **({"num_classes": 3} if kind == "classifier" else {}))
+    H.to_hf(model).save_pretrained(tmp_path)
+    base = transformers.AutoModel.from_pretrained(tmp_path).eval()
+    assert type(base) is H.SynthformerBaseModel
+    assert (base.model.head.weight is base.model.embed.tok.weight) == (kind != "classifier")  # tied, not missing
+    ids = torch.randint(5, 40, (2, 7))
+    with torch.no_grad():
+        if kind == "seq2seq":
+            h = base(input_ids=ids, decoder_input_ids=ids[:, :3]).last_hidden_state
+            want = model(ids, ids[:, :3])
+        else:
+            h = base(ids).last_hidden_state  # (B, L, d)
+            want = model(ids)
+        got = model.head(model.pool(h)) if kind == "classifier" else model.head(h)
+    torch.testing.assert_close(got, want, atol=ATOL, rtol=0)

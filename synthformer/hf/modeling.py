@@ -64,6 +64,8 @@ class SynthformerPreTrainedModel(PreTrainedModel):
                              "of the task)")
         self.model: SynthformerModel = build_model(config.to_model_config())
         self.gradient_checkpointing = False  # set by gradient_checkpointing_enable()
+        if self.kind is None and config.kind != "classifier" and config.tie_embeddings:  # the base model of any kind
+            self._tied_weights_keys = dict(_TiedHeadMixin._tied_weights_keys)
         if getattr(self, "generation_config", None) is not None:  # stop at EOS, pad after it: synthformer's generate
             gc = self.generation_config
             gc.bos_token_id, gc.eos_token_id, gc.pad_token_id = config.bos_id, config.eos_id, config.pad_id
