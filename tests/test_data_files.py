@@ -71,3 +71,26 @@ def test_binary_tokenizer_json(saved):
     assert json.loads('{"kind": "byte"}')  # a byte tokenizer needs nothing else
     saved.write_text('{"kind": "byte"}')
     assert load_tokenizer(saved).vocab_size == 261
+
+
+def test_folder_of_split_subfolders_one_file_per_book(tmp_path):
+    """train/, validation/, test/ sub-folders of many .txt files (one per book) are the three splits."""
+    books = {"train": ["a.txt", "b.txt", "nested/c.txt"], "validation": ["d.txt"], "test": ["e.txt", "f.txt"]}
+    for split, names in books.items():
+        for name in names:
+            path = tmp_path / split / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("\n\n".join(f"{name} paragraph {i}" for i in range(3)))
+    (tmp_path / "train" / ".hidden.txt").write_text("not a book")
+    (tmp_path / "train" / "notes.md").write_text("not data")
+    s = load_source(tmp_path, "lm")
+    assert s.train == [f"{n} paragraph {i}" for n in ("a.txt", "b.txt", "nested/c.txt") for i in range(3)]
+    assert len(s.valid) == 3 and len(s.test) == 6 and s.test[3] == "f.txt paragraph 0"
+    (tmp_path / "test" / "g.jsonl").write_text('{"text": "x"}\n')
+    with pytest.raises(DataError, match="mix file types"):
+        load_source(tmp_path, "lm")
+    for p in (tmp_path / "test").iterdir():
+        p.unlink()
+    with pytest.raises(DataError, match="holds no data files") as info:
+        load_source(tmp_path, "lm")
+    _one_line(info, tmp_path / "test")

@@ -305,7 +305,7 @@ def test_export_trained_run_equal_logits_and_cached_greedy(trained_lm_run, tmp_p
     run_tok = load_tokenizer(trained_lm_run)
     text = "the cat sat on a mat and"
     ids = tok(text, return_tensors="pt")["input_ids"]
-    assert ids[0].tolist() == run_tok.encode(text)
+    assert ids[0].tolist() == [run_tok.eos_id] + run_tok.encode(text)  # as synthformer generate's prompt
     with torch.no_grad():
         torch.testing.assert_close(hf(ids).logits, model(ids), atol=ATOL, rtol=0)
     want = model.generate(ids, max_new_tokens=8)
@@ -348,3 +348,284 @@ def test_without_transformers_the_package_imports_and_fails_on_use():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "ImportError: synthformer.hf needs" in out.stdout and "pip install" in out.stdout
+
+
+# ----------------------------------------------------------------------------- padding, outputs, training hooks
+def left_padded(ids: torch.Tensor, lengths: list[int]):
+    """Each row's last `lengths[b]` tokens, padded on the left with <pad> (HF mask 0)."""
+    padded, mask = torch.zeros_like(ids), torch.zeros_like(ids)
+    for b, n in enumerate(lengths):
+        padded[b, ids.shape[1] - n:], mask[b, ids.shape[1] - n:] = ids[b, :n], 1
+    return padded, mask
+
+
+@pytest.mark.parametrize("kind,attention", [("lm", "V"), ("lm", "R"), ("lm", "D+V"), ("lm", "dynamicconv"),
+                                            ("classifier", "R"), ("mlm", "FD")])
+def test_left_padded_rows_equal_the_rows_alone(kind, attention):
+    over = {"num_classes": 3, "pooling": "cls"} if kind == "classifier" else {}
+    hf = H.to_hf(tiny(kind, attention, **over))
+    ids = torch.randint(5, 40, (3, 10))
+    lengths = [10, 6, 3]
+    padded, mask = left_padded(ids, lengths)
+    with torch.no_grad():
+        got = hf(padded, attention_mask=mask).logits
+        for b, n in enumerate(lengths):
+            alone = hf(ids[b:b + 1, :n]).logits[0]  # (classes) or (n, vocab)
+            have = got[b] if kind == "classifier" else got[b, 10 - n:]
+            torch.testing.assert_close(have, alone, atol=ATOL, rtol=0)
+
+
+def test_left_padded_batch_generates_each_prompt_as_alone():
+    model = tiny("lm", "R+V")
+    hf = H.to_hf(model)
+    ids = torch.randint(5, 40, (2, 6))
+    padded, mask = left_padded(ids, [6, 3])
+    got = hf.generate(padded, attention_mask=mask, max_new_tokens=5, do_sample=False)
+    for b, n in enumerate([6, 3]):
+        want = model.generate(ids[b:b + 1, :n], max_new_tokens=5)[0, n:]
+        assert got[b, 6:].tolist() == want.tolist()
+
+
+def test_hidden_states_and_attentions_are_real_tensors():
+    model = tiny("lm", "R+V")
+    hf = H.to_hf(model)
+    ids = torch.randint(5, 40, (2, 9))
+    with torch.no_grad():
+        out = hf(ids, output_hidden_states=True, output_attentions=True)
+        assert len(out.hidden_states) == SHAPE["num_layers"] + 1 and len(out.attentions) == SHAPE["num_layers"]
+        torch.testing.assert_close(out.hidden_states[0], model.embed(ids))
+        torch.testing.assert_close(model.head(out.hidden_states[-1]), out.logits)
+        _, want = model.decoder.layers[0].mixer(model.decoder.layers[0].norm1(model.embed(ids)), need_weights=True)
+        torch.testing.assert_close(out.attentions[0], want)  # (B, H, L, L), causal rows summing to 1
+        assert out.attentions[1].shape == (2, SHAPE["num_heads"], 9, 9)
+        torch.testing.assert_close(out.attentions[1].sum(-1), torch.ones(2, SHAPE["num_heads"], 9))
+        assert hf(ids).hidden_states is None
+        base = transformers.AutoModel.from_config(hf.config)  # registered by `import synthformer.hf`
+        assert type(base) is H.SynthformerBaseModel
+        base.model.load_state_dict(model.state_dict())
+        torch.testing.assert_close(base(ids).last_hidden_state, out.hidden_states[-1])
+
+
+def test_gradient_checkpointing_gives_the_same_gradients():
+    torch.manual_seed(0)
+    ref = H.to_hf(tiny("lm", "R+V", dropout=0.1)).train()
+    ids = torch.randint(5, 40, (2, 12))
+    grads = []
+    for checkpointing in (False, True):
+        hf = H.to_hf(ref.model).train()
+        if checkpointing:
+            hf.gradient_checkpointing_enable()
+        calls = []
+        hf.model.decoder.layers[0].register_forward_pre_hook(lambda *a: calls.append(1))
+        torch.manual_seed(1)
+        hf(ids, labels=ids).loss.backward()
+        assert len(calls) == (2 if checkpointing else 1)  # checkpointed: run again in the backward pass
+        grads.append({n: p.grad.clone() for n, p in hf.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys()
+    for name in grads[0]:
+        torch.testing.assert_close(grads[1][name], grads[0][name], msg=name)
+
+
+def test_generation_past_max_seq_len_is_one_clear_error():
+    hf = H.to_hf(tiny("lm", "R"))
+    prompt = torch.randint(5, 40, (1, 10))
+    with pytest.raises(ValueError, match=r"max_new_tokens=40 with 10 prompt token\(s\) needs 50 positions, past "
+                                         r"max_seq_len=32; ask for at most 22 new tokens"):
+        hf.generate(prompt, max_new_tokens=40)
+    assert hf.generate(prompt, do_sample=False).shape[1] <= SHAPE["max_seq_len"]  # the default budget fits
+
+
+def test_trainer_runs_a_few_steps(tmp_path):
+    pytest.importorskip("accelerate")
+    hf = H.to_hf(tiny("classifier", "R+V", num_classes=2)).train()
+    before = hf.model.head.weight.detach().clone()
+    rows = [{"input_ids": torch.randint(5, 40, (8,)).tolist(), "labels": i % 2} for i in range(16)]
+    args = transformers.TrainingArguments(output_dir=str(tmp_path), max_steps=3, per_device_train_batch_size=4,
+                                          report_to=[], use_cpu=True, save_strategy="no", logging_steps=1,
+                                          learning_rate=1e-2)
+    result = transformers.Trainer(model=hf, args=args, train_dataset=rows).train()
+    assert result.global_step == 3 and torch.isfinite(torch.tensor(result.training_loss))
+    assert not torch.equal(hf.model.head.weight, before)
+
+
+# ----------------------------------------------------------------------------- a run's tokenizer files
+@pytest.mark.parametrize("kind", ["bpe", "char", "byte", "word"])
+def test_run_tokenizer_json_is_the_standard_file(kind, tmp_path):
+    from tokenizers import Tokenizer as HFTokenizer
+
+    texts = [t.replace("<pad>", "") for t in TEXTS]
+    tok = build_tokenizer(kind, texts, vocab_size=300)
+    tok.save(tmp_path)
+    std = HFTokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    meta = json.loads((tmp_path / "tokenizer_meta.json").read_text())
+    assert meta["kind"] == kind and "hf" not in meta
+    back = load_tokenizer(tmp_path)
+    for text in ["the cat sat", "läuft 日本 and", "a dog ran to the old house"]:
+        assert std.encode(text).ids == tok.encode(text) == back.encode(text)
+
+
+def test_old_wrapper_tokenizer_files_still_load(tmp_path):
+    """Runs written before tokenizer_meta.json hold one wrapper file {"kind", "specials", ...}."""
+    tok = build_tokenizer("bpe", TEXTS, vocab_size=300)
+    old = {"kind": "bpe", "specials": list(tok.specials), "hf": json.loads(tok.hf.to_str())}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(old))
+    assert load_tokenizer(tmp_path).encode("the cat sat") == tok.encode("the cat sat")
+    (tmp_path / "tokenizer.json").write_text(json.dumps({"kind": "char", "specials": tok.specials[:5],
+                                                         "chars": ["a", "b"]}))
+    legacy = load_tokenizer(tmp_path / "tokenizer.json")
+    assert legacy.sep_id is None and legacy.encode("ab") == [5, 6]
+    tok.save(tmp_path)
+    (tmp_path / "tokenizer_meta.json").unlink()
+    with pytest.raises(ValueError, match="no tokenizer_meta.json beside it"):
+        load_tokenizer(tmp_path)
+
+
+# ----------------------------------------------------------------------------- exports in a process without synthformer
+# Runs python with every `synthformer` import failing (as if not installed) and the worktree off sys.path.
+HIDE_SYNTHFORMER = """
+import importlib.abc, json, sys
+sys.path = [p for p in sys.path if p not in ('', {root!r})]
+class Hide(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] == 'synthformer':
+            raise ModuleNotFoundError(f'No module named {{name!r}} (hidden)', name=name)
+sys.meta_path.insert(0, Hide())
+import torch, transformers
+transformers.utils.logging.set_verbosity_error()
+from transformers import AutoModel, AutoTokenizer, pipeline
+"""
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def without_synthformer(code: str, cwd) -> dict:
+    """Run ``code`` (after `HIDE_SYNTHFORMER`) in a fresh process; it prints one JSON line, returned."""
+    script = HIDE_SYNTHFORMER.format(root=str(ROOT)) + code + \
+        "\nassert not [m for m in sys.modules if m.split('.')[0] == 'synthformer']\n"
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
+    res = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, timeout=300,
+                         env={**env, "OMP_NUM_THREADS": "1", "HF_MODULES_CACHE": str(cwd / "hf_modules")})
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+CLASSES = {"people": ["the old man sat", "a girl ran home", "my aunt and uncle"],
+           "animals": ["the cat sat on the mat", "a dog ran to the house", "big red fox"],
+           "places": ["the small house", "a green field and a river", "old town with a blue gate"]}
+PROBES = ["the cat ran home", "a blue river", "my old uncle sat", "zq"]
+
+
+@pytest.fixture(scope="module")
+def cli_classifier_run(tmp_path_factory):
+    """A cls-pooled classifier trained for a few steps through the real `synthformer train` command."""
+    from synthformer.cli import main
+
+    root = tmp_path_factory.mktemp("cls_run")
+    rows = [f"{label}\t{text}" for _ in range(8) for label, texts in CLASSES.items() for text in texts]
+    (root / "data.tsv").write_text("label\ttext\n" + "\n".join(rows) + "\n")
+    code = main(["train", "--task", "classify", "--data", str(root / "data.tsv"), "--tokenizer", "char",
+                 "--pooling", "cls", "--attention", "R+V", "--steps", "3", "--batch_size", "8", "--embed_dim", "32",
+                 "--num_heads", "2", "--num_layers", "2", "--ffn_dim", "64", "--max_seq_len", "32",
+                 "--eval_every", "0", "--log_every", "1", "--warmup_steps", "1", "--threads", "1", "--progress",
+                 "false", "--out", str(root / "run")])
+    assert code == 0
+    return root / "run"
+
+
+def test_cli_classifier_export_predicts_as_synthformer_in_a_fresh_process(cli_classifier_run, tmp_path, capsys):
+    """Pipeline labels (by name) and logits in a process that cannot import synthformer equal
+    `synthformer generate` and synthformer's own model on the same texts."""
+    from synthformer.cli import main
+    from synthformer.tasks import classifier_input
+
+    out = H.export_hf(cli_classifier_run, tmp_path / "export")
+    config = json.loads((out / "config.json").read_text())
+    assert config["auto_map"]["AutoModelForSequenceClassification"] == \
+        "modeling_synthformer.SynthformerForSequenceClassification"
+    assert sorted(config["id2label"].values()) == sorted(CLASSES)
+    got = without_synthformer(f"""
+from transformers import AutoModelForSequenceClassification
+model = AutoModelForSequenceClassification.from_pretrained({str(out)!r}, trust_remote_code=True).eval()
+tok = AutoTokenizer.from_pretrained({str(out)!r}, trust_remote_code=True)
+texts = {PROBES!r}
+pipe = pipeline("text-classification", model=model, tokenizer=tok)
+batch = tok(texts, padding=True, return_tensors="pt")
+with torch.no_grad():
+    logits = model(**batch).logits.tolist()
+base = AutoModel.from_pretrained({str(out)!r}, trust_remote_code=True).eval()
+print(json.dumps({{"labels": [r["label"] for r in pipe(texts)], "scores": [r["score"] for r in pipe(texts)],
+                  "logits": logits, "ids": tok(texts)["input_ids"], "pair": tok("the cat", "a dog")["input_ids"],
+                  "base": type(base).__name__, "hidden": list(base(**batch).last_hidden_state.shape)}}))
+""", tmp_path)
+    model = load(cli_classifier_run / "model").eval()
+    tok = load_tokenizer(cli_classifier_run)
+    assert got["pair"] == classifier_input(("the cat", "a dog"), tok, 32, "cls")  # [<bos>] a <sep> b
+    assert got["base"] == "SynthformerBaseModel" and got["hidden"][0] == len(PROBES)
+    for i, text in enumerate(PROBES):
+        ids = classifier_input(text, tok, 32, "cls")
+        assert got["ids"][i] == ids and ids[0] == tok.bos_id  # the CLS slot training had
+        with torch.no_grad():
+            want = model(torch.tensor([ids]))[0]
+        torch.testing.assert_close(torch.tensor(got["logits"][i]), want, atol=1e-5, rtol=0)
+        capsys.readouterr()
+        assert main(["generate", "--run", str(cli_classifier_run), text]) == 0
+        said = json.loads(capsys.readouterr().out)
+        assert got["labels"][i] == said["label"] and abs(got["scores"][i] - said["probability"]) < 1e-4
+
+
+def test_lm_seq2seq_and_mlm_exports_load_and_run_without_synthformer(trained_lm_run, tmp_path):
+    from transformers.dynamic_module_utils import get_relative_import_files
+
+    out = H.export_hf(trained_lm_run, tmp_path / "lm")
+    copied = {__import__("pathlib").Path(f).name for f in get_relative_import_files(out / "modeling_synthformer.py")}
+    assert copied == {p.name for p in out.glob("synthformer_*.py")}  # transformers copies every vendored module
+    model, _ = make_run("seq2seq", "R+V", tmp_path / "s2s_run")
+    s2s = H.export_hf(tmp_path / "s2s_run", tmp_path / "s2s")
+    mlm, mlm_tok = make_run("mlm", "FD", tmp_path / "mlm_run")
+    mlm_out = H.export_hf(tmp_path / "mlm_run", tmp_path / "mlm")
+    got = without_synthformer(f"""
+from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM
+mlm = AutoModelForMaskedLM.from_pretrained({str(mlm_out)!r}, trust_remote_code=True).eval()
+with torch.no_grad():
+    mlm_logits = mlm(torch.tensor([[7, 8, 4, 9, 10]])).logits.tolist()
+lm = AutoModelForCausalLM.from_pretrained({str(out)!r}, trust_remote_code=True).eval()
+tok = AutoTokenizer.from_pretrained({str(out)!r}, trust_remote_code=True)
+ids = tok(["the cat sat on a mat and", "a dog"], padding=True, return_tensors="pt")
+gen = lm.generate(**ids, max_new_tokens=6, do_sample=False).tolist()
+s2s = AutoModelForSeq2SeqLM.from_pretrained({str(s2s)!r}, trust_remote_code=True).eval()
+s2s_tok = AutoTokenizer.from_pretrained({str(s2s)!r}, trust_remote_code=True)
+src = s2s_tok(["the cat sat"], return_tensors="pt")
+print(json.dumps({{"lm": gen, "mask": ids["attention_mask"].tolist(), "s2s": s2s.generate(**src, max_new_tokens=5,
+                  do_sample=False).tolist(), "src": src["input_ids"].tolist(), "mlm": mlm_logits}}))
+""", tmp_path)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.tensor(got["mlm"]), mlm(torch.tensor([[7, 8, 4, 9, 10]])), atol=ATOL, rtol=0)
+    lm = load(trained_lm_run / "model").eval()
+    run_tok = load_tokenizer(trained_lm_run)
+    for row, mask, text in zip(got["lm"], got["mask"], ["the cat sat on a mat and", "a dog"]):
+        prompt = [run_tok.eos_id] + run_tok.encode(text)  # as `synthformer generate` starts a prompt
+        assert row[len(mask) - sum(mask):len(mask)] == prompt  # left-padded
+        want = lm.generate(torch.tensor([prompt]), max_new_tokens=6)[0, len(prompt):].tolist()
+        assert row[len(mask):len(mask) + len(want)] == want
+    src = got["src"][0]
+    assert src[-1] == 2  # the source ends with <eos>, as the seq2seq task encodes it
+    want = model.generate(torch.tensor([src]), max_new_tokens=5)[0].tolist()
+    assert got["s2s"][0][1:1 + len(want)] == want
+
+
+@pytest.mark.parametrize("kind", list(AUTO))
+def test_auto_model_loads_every_kind_as_its_hidden_states(kind, tmp_path):
+    model = tiny(kind, "R+V", **({"num_classes": 3} if kind == "classifier" else {}))
+    H.to_hf(model).save_pretrained(tmp_path)
+    base = transformers.AutoModel.from_pretrained(tmp_path).eval()
+    assert type(base) is H.SynthformerBaseModel
+    assert (base.model.head.weight is base.model.embed.tok.weight) == (kind != "classifier")  # tied, not missing
+    ids = torch.randint(5, 40, (2, 7))
+    with torch.no_grad():
+        if kind == "seq2seq":
+            h = base(input_ids=ids, decoder_input_ids=ids[:, :3]).last_hidden_state
+            want = model(ids, ids[:, :3])
+        else:
+            h = base(ids).last_hidden_state  # (B, L, d)
+            want = model(ids)
+        got = model.head(model.pool(h)) if kind == "classifier" else model.head(h)
+    torch.testing.assert_close(got, want, atol=ATOL, rtol=0)

@@ -187,6 +187,7 @@ def test_wheel_installs_with_configs_and_runs_on_torch_alone(tmp_path):
     files = zipfile.ZipFile(wheel).namelist()
     assert "synthformer/py.typed" in files
     assert {f"synthformer/configs/{n}.yaml" for n in shipped_configs()} <= set(files)
+    assert "synthformer/bench/targets.yaml" in files
     assert not [f for f in files if f.startswith(("tests/", "configs/", "benchmarks/"))]
     metadata = zipfile.ZipFile(wheel).read(f"synthformer-{synthformer.__version__}.dist-info/METADATA").decode()
     assert "Requires-Dist: torch==2.13.0\n" in metadata
@@ -208,3 +209,74 @@ def test_wheel_installs_with_configs_and_runs_on_torch_alone(tmp_path):
     res = run_python(code, cwd=outside, env=env)
     assert res.returncode == 0 and "CORE-OK" in res.stdout, res.stderr[-3000:]
     assert f"CONFIG {site}/synthformer/configs/lm-chitchat-small.yaml" in res.stdout
+
+
+# ----------------------------------------------------------------------------- a core-only install's CLI
+def run_cli(argv: list[str], cwd: Path, blocked: tuple[str, ...] = NON_CORE) -> subprocess.CompletedProcess:
+    """``synthformer ARGV`` in a fresh process where every package of ``blocked`` is missing."""
+    code = BLOCKER.replace(repr(NON_CORE), repr(blocked)) + textwrap.dedent(f"""
+        from synthformer.cli import main
+        raise SystemExit(main({argv!r}))
+    """)
+    return run_python(code, cwd=cwd)
+
+
+@pytest.mark.parametrize("argv,extra", [
+    (["train", "--task", "lm", "--data", "x.txt", "--steps", "1", "--out", "run"], "train"),
+    (["bench", "--help"], "train"),
+    (["export", "hf", "--run", "run", "--out", "hf"], "hf"),
+    (["plot", "bench", "rows.jsonl", "--out", "fig.png"], "plots"),
+])
+def test_core_only_cli_names_the_extra_to_install(argv, extra, tmp_path):
+    """Each command that needs an extra ends in one line naming it (exit 2), never a traceback."""
+    (tmp_path / "x.txt").write_text("a b c\n" * 50)
+    shutil.copy(ROOT / "benchmarks" / "results" / "cpu-1thread-layer.jsonl", tmp_path / "rows.jsonl")
+    res = run_cli(argv, tmp_path)
+    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    assert lines[0].startswith("synthformer") and "error:" in lines[0], lines
+    assert f"pip install 'synthformer[{extra}]'" in lines[0], lines
+
+
+def test_a_missing_tokenizers_package_is_not_called_a_damaged_file(tmp_path):
+    """A run's valid BPE tokenizer read without `tokenizers` installed: the error names the package."""
+    from synthformer.data.tokenizer import build_tokenizer
+    from synthformer.runs import load_run_tokenizer
+
+    build_tokenizer("bpe", ["the cat sat on the mat"] * 20, vocab_size=270).save(tmp_path)
+    assert load_run_tokenizer(tmp_path).encode("the cat")  # readable with the package
+    code = BLOCKER.replace(repr(NON_CORE), repr(("tokenizers",))) + textwrap.dedent(f"""
+        from synthformer.runs import load_run_tokenizer
+        try:
+            load_run_tokenizer({str(tmp_path)!r})
+        except ImportError as e:
+            print("ERR", e)
+    """)
+    res = run_python(code, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "ERR" in res.stdout and "'tokenizers' package" in res.stdout and "synthformer[train]" in res.stdout
+    assert "backup" not in res.stdout and "not a valid" not in res.stdout
+
+
+# ----------------------------------------------------------------------------- shipped data, output folders
+def test_bench_targets_ship_with_the_package():
+    from synthformer.bench.report import DEFAULT_TARGETS
+
+    assert DEFAULT_TARGETS == Path(synthformer.__file__).resolve().parent / "bench" / "targets.yaml"
+    assert DEFAULT_TARGETS.is_file() and "bench/targets.yaml" in str(PYPROJECT["tool"]["setuptools"]["package-data"])
+    assert (ROOT / "benchmarks" / "targets.yaml").resolve() == DEFAULT_TARGETS  # the checkout's path still works
+
+
+def test_plot_out_creates_missing_folders(tmp_path):
+    pytest.importorskip("matplotlib")
+    rows = ROOT / "benchmarks" / "results" / "cpu-1thread-layer.jsonl"
+    out = tmp_path / "plots" / "deeper" / "bench.png"
+    res = run_python(f"from synthformer.cli import main; raise SystemExit(main(['plot', 'bench', {str(rows)!r}, "
+                     f"'--out', {str(out)!r}]))", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (tmp_path / "afile").write_text("")
+    res = run_python(f"from synthformer.cli import main; raise SystemExit(main(['plot', 'bench', {str(rows)!r}, "
+                     f"'--out', {str(tmp_path / 'afile' / 'x.png')!r}]))", cwd=tmp_path)
+    assert res.returncode == 2 and "is a file, not a folder" in res.stderr, res.stderr[-2000:]

@@ -26,7 +26,7 @@ The package, one job per module:
 * ``cases``: what is timed (a `Case` per variant, scope, mode and length) and its analytic FLOPs;
 * ``measure``: round-robin timing and peak memory;
 * ``report``: the JSONL `Row`, the ratio table, and the targets table (targets are data:
-  ``benchmarks/targets.yaml``);
+  ``synthformer/bench/targets.yaml``, shipped with the package);
 * ``cli``: the command line (``synthformer bench`` and ``python -m synthformer.bench``).
 """
 from __future__ import annotations

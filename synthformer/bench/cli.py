@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", default=None, metavar="JSONL",
                    help="run nothing: print the targets table (markdown) from an earlier --out file")
     p.add_argument("--targets", default=str(DEFAULT_TARGETS), metavar="YAML",
-                   help="targets file of --report (default: the repository's benchmarks/targets.yaml)")
+                   help="targets file of --report (default: the targets.yaml shipped with synthformer.bench)")
     return p
 
 

@@ -1,8 +1,9 @@
 """What the benchmark writes and prints: JSONL rows, the ratio table, and targets tables.
 
 Rows are data (one `Row` per measurement, written as JSON lines); tables are computed from rows only.
-Targets are data too: a YAML file (``benchmarks/targets.yaml`` in the repository) lists each target
-as a variant, what it is compared with, a metric and a bound; `targets_table` checks rows against it.
+Targets are data too: a YAML file (``targets.yaml`` beside this module, shipped with the package;
+``benchmarks/targets.yaml`` of a checkout links to it) lists each target as a variant, what it is
+compared with, a metric and a bound; `targets_table` checks rows against it.
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from ..errors import ConfigError
 from .cases import Case
 from .measure import device_name
 
-# benchmarks/targets.yaml of a source checkout (the package does not ship it; pass --targets elsewhere)
-DEFAULT_TARGETS = Path(__file__).resolve().parents[2] / "benchmarks" / "targets.yaml"
+# shipped with the package (benchmarks/targets.yaml of a checkout links to it)
+DEFAULT_TARGETS = Path(__file__).resolve().parent / "targets.yaml"
 
 
 @dataclass

@@ -12,7 +12,8 @@
 One module per sub-command (this package's `train`, `eval`, ...), each with ``add_parser(sub)`` and
 ``run(args, rest)``; `COMMANDS` lists them. Options of `train` are typed overrides of the configs
 (synthformer.overrides). What a user gets wrong raises a `SynthformerError`: printed as one line, exit
-status 2 (SYNTHFORMER_DEBUG=1 shows the traceback); any other exception is a bug and keeps its traceback.
+status 2 (SYNTHFORMER_DEBUG=1 shows the traceback); so is a missing package of an extra (the line names
+the extra to install); any other exception is a bug and keeps its traceback.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import os
 import sys
 
 from .. import __version__
+from .._optional import PROVIDERS, missing_extra
 from ..errors import SynthformerError
 from ..integrity import trust_unverified
 from ..overrides import (UsageError, check_model_overrides, coerce, field_help, make_model_config,
@@ -64,6 +66,12 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("SYNTHFORMER_DEBUG"):
             raise
         print(f"synthformer: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:  # a package of an extra is not installed: name the extra to install
+        top = (e.name or "").split(".")[0]
+        if top not in PROVIDERS or os.environ.get("SYNTHFORMER_DEBUG"):
+            raise
+        print(f"synthformer: error: {missing_extra(top, f'synthformer {argv[0]}')}", file=sys.stderr)
         return 2
 
 

@@ -18,7 +18,8 @@ Classification labels become ids by their position in ``meta["labels"]``: the di
 sorted (numerically when every label is an integer).
 
 A folder holding ``train.EXT``, ``valid.EXT`` (or ``dev.EXT`` / ``validation.EXT``) and
-``test.EXT`` gives the three splits as they are; a single file is split 90/5/5 by a hash of each
+``test.EXT``, or sub-folders ``train/``, ``valid/`` (``dev/``, ``validation/``) and ``test/`` of many
+files each (one per book, say), gives the three splits as they are; a single file is split 90/5/5 by a hash of each
 example's content (fixed: it never depends on the seed; duplicates land in the same split).
 """
 from __future__ import annotations
@@ -150,22 +151,56 @@ def read_file(path: Path, task: str) -> list:
     return [(str(a), b if task == "classify" else str(b)) for a, b in out]
 
 
-def find_split_files(folder: Path) -> dict[str, Path]:
-    """train/valid/test files of one extension inside `folder`."""
-    found: dict[str, Path] = {}
-    for ext in SUPPORTED:
-        names = {"train": ["train"], "valid": ["valid", "dev", "validation"], "test": ["test"]}
-        hits = {}
-        for split, stems in names.items():
-            for stem in stems:
-                if (folder / f"{stem}{ext}").exists():
-                    hits[split] = folder / f"{stem}{ext}"
-                    break
-        if hits:
-            found = hits
-            break
-    missing = [s for s in ("train", "valid", "test") if s not in found]
+SPLIT_NAMES = {"train": ("train",), "valid": ("valid", "dev", "validation"), "test": ("test",)}
+
+
+def find_split_files(folder: Path) -> dict[str, list[Path]]:
+    """The files of each split ("train", "valid", "test") inside `folder`, in one of two layouts:
+
+    - ``train.EXT``, ``valid.EXT`` (or ``dev`` / ``validation``), ``test.EXT``: one file per split;
+    - sub-folders ``train/``, ``valid/`` (or ``dev/`` / ``validation/``), ``test/``, each holding
+      any number of files of one supported extension (e.g. one .txt per book), read in name order
+      (sub-folders included; hidden files and files of other extensions are skipped).
+    """
+    found = _split_subfolders(folder) or _split_single_files(folder)
+    missing = [s for s in SPLIT_NAMES if s not in found]
     if missing:
         raise DataError(f"folder {folder} needs train/valid/test files with one of the extensions "
-                        f"{sorted(SUPPORTED)}; missing: {', '.join(missing)}")
+                        f"{sorted(SUPPORTED)} (or train/, valid/, test/ sub-folders of such files); "
+                        f"missing: {', '.join(missing)}")
     return found
+
+
+def _split_single_files(folder: Path) -> dict[str, list[Path]]:
+    for ext in SUPPORTED:
+        hits = {}
+        for split, stems in SPLIT_NAMES.items():
+            path = next((folder / f"{s}{ext}" for s in stems if (folder / f"{s}{ext}").is_file()), None)
+            if path is not None:
+                hits[split] = [path]
+        if hits:
+            return hits
+    return {}
+
+
+def _split_subfolders(folder: Path) -> dict[str, list[Path]]:
+    hits: dict[str, list[Path]] = {}
+    for split, stems in SPLIT_NAMES.items():
+        sub = next((folder / s for s in stems if (folder / s).is_dir()), None)
+        if sub is None:
+            continue
+        paths = sorted(p for p in sub.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED
+                       and not any(part.startswith(".") for part in p.relative_to(sub).parts))
+        if not paths:
+            raise DataError(f"{sub} holds no data files; put the {split} split there as files ending in "
+                            f"{', '.join(sorted(SUPPORTED))}")
+        hits[split] = paths
+    exts = {p.suffix.lower() for paths in hits.values() for p in paths}
+    if len(exts) > 1:
+        raise DataError(f"the split folders of {folder} mix file types {sorted(exts)}; use one format")
+    return hits
+
+
+def read_files(paths: list[Path], task: str) -> list:
+    """Raw examples of several user files of one split, in order (see `read_file`)."""
+    return [x for path in paths for x in read_file(path, task)]

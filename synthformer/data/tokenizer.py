@@ -9,22 +9,29 @@ encoded as ordinary text, so ``decode(encode(s)) == s`` for any string with ``bp
 (``char``: for strings made of characters seen in training; ``word``: for strings of words seen
 in training, single-spaced, since it splits on whitespace and joins with one space).
 
-A tokenizer saves to one JSON file, ``tokenizer.json`` inside the given folder (beside the
-checkpoints); `load_tokenizer(folder_or_file)` reads it back.
+A tokenizer saves to two files inside the given folder (beside the checkpoints): ``tokenizer.json``,
+the standard file of Hugging Face ``tokenizers`` (``tokenizers.Tokenizer.from_file`` reads it, same
+ids), and ``tokenizer_meta.json``, what synthformer adds (kind, special tokens, the character or word
+list). `load_tokenizer(folder_or_file)` reads them back, and also reads the single wrapper file
+(``{"kind", "specials", ...}`` in ``tokenizer.json``) that runs wrote before.
 """
 from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Iterable
 
+from .._optional import require
+from ..integrity import atomic_write_text
 from .prepare import DataError
 
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>", "<mask>", "<sep>"]
 PAD, BOS, EOS, UNK, MASK, SEP = range(len(SPECIALS))
 LEGACY_SPECIALS = SPECIALS[:5]  # tokenizer.json files written before <sep>: ordinary ids from 5
-FILENAME = "tokenizer.json"
+FILENAME = "tokenizer.json"  # the standard tokenizers file
+META_FILENAME = "tokenizer_meta.json"  # synthformer's own fields
 
 
 class Tokenizer:
@@ -55,15 +62,15 @@ class Tokenizer:
         raise NotImplementedError
 
     def save(self, folder: str | os.PathLike) -> Path:
-        """Write ``folder/tokenizer.json`` atomically; returns its path."""
+        """Write ``folder/tokenizer.json`` (the standard file) and ``folder/tokenizer_meta.json``, each
+        atomically and durably (`synthformer.integrity.atomic_write_text`); returns tokenizer.json's path."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / FILENAME
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"kind": self.kind, "specials": list(self.specials), **self._state()},
-                                  ensure_ascii=False))
-        os.replace(tmp, path)
-        return path
+        state = {k: v for k, v in self._state().items() if k != "hf"}  # BPE's model is tokenizer.json itself
+        atomic_write_text(folder / FILENAME, to_tokenizers(self).to_str())
+        atomic_write_text(folder / META_FILENAME, json.dumps({"kind": self.kind, "specials": list(self.specials),
+                                                          **state}, ensure_ascii=False))
+        return folder / FILENAME
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(vocab_size={self.vocab_size})"
@@ -262,37 +269,63 @@ class TokenizerFileError(DataError):
 
 
 def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
-    """Read a tokenizer saved with `Tokenizer.save` (a folder holding tokenizer.json, or the file).
+    """Read a tokenizer saved with `Tokenizer.save` (a folder holding tokenizer.json, or the file), or
+    the single wrapper file of older runs.
 
     A file that is not valid JSON or not a saved tokenizer raises `TokenizerFileError` (a
-    `DataError`) in one line naming the file.
+    `DataError`) in one line naming the file; a BPE tokenizer read without the ``tokenizers`` package
+    raises `MissingExtraError` naming the package.
     """
     path = Path(path)
     if path.is_dir():
         path = path / FILENAME
     if not path.exists():
         raise FileNotFoundError(f"tokenizer file not found: {path}")
+    state = _read_json(path)
+    if isinstance(state, dict) and "kind" in state:  # the wrapper file of older runs
+        return _checked(path, state, lambda: _from_state(state["kind"], state))
+    if not isinstance(state, dict) or "model" not in state:
+        raise TokenizerFileError(f"{path} is not a synthformer tokenizer: expected a JSON object with a 'kind' key "
+                                 f"(a file from before {META_FILENAME}) or a 'model' key (tokenizers' format), "
+                                 f"got {type(state).__name__}")
+    meta_path = path.with_name(META_FILENAME)
+    if not meta_path.is_file():
+        raise TokenizerFileError(f"{path} has no {META_FILENAME} beside it (the kind and special tokens "
+                                 "synthformer needs); copy both files, or save the tokenizer again")
+    meta = _read_json(meta_path)
+    if not isinstance(meta, dict) or "kind" not in meta:
+        raise TokenizerFileError(f"{meta_path} is not a synthformer tokenizer: expected a JSON object with a "
+                                 f"'kind' key, got {type(meta).__name__}")
+    return _checked(meta_path, meta, lambda: _from_state(meta["kind"], meta, path))
+
+
+def _read_json(path: Path):
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise TokenizerFileError(f"{path} is not valid JSON ({e}); save the tokenizer again or "
                                  "delete the file") from None
-    if not isinstance(state, dict) or "kind" not in state:
-        raise TokenizerFileError(f"{path} is not a synthformer tokenizer: expected a JSON object "
-                                 f"with a 'kind' key, got {type(state).__name__}")
+
+
+def _checked(path: Path, state: dict, build) -> Tokenizer:
+    """``build()``, its errors as one TokenizerFileError naming ``path``."""
     kind = state["kind"]
     if kind not in TOKENIZERS:
         raise TokenizerFileError(f"{path} is not a synthformer tokenizer (kind={kind!r}); "
                                  f"valid kinds: {list(TOKENIZERS)}")
     try:
-        return _from_state(kind, state)
+        return build()
     except (KeyError, TypeError, ValueError) as e:
+        if isinstance(e, (DataError, ImportError)):  # already says what is wrong (a missing package too)
+            raise
         detail = f"missing key {e}" if isinstance(e, KeyError) else (str(e).splitlines() or ["?"])[0][:120]
         raise TokenizerFileError(f"{path} holds a broken {kind!r} tokenizer ({detail}); "
                                  "save the tokenizer again") from None
 
 
-def _from_state(kind: str, state: dict) -> Tokenizer:
+def _from_state(kind: str, state: dict, standard: Path | None = None) -> Tokenizer:
+    """The tokenizer of saved fields; a BPE model comes from ``state["hf"]`` (wrapper file) or the
+    standard file ``standard``."""
     specials = _specials(state.get("specials", LEGACY_SPECIALS))
     if TOKENIZERS[kind] is ByteTokenizer:
         return ByteTokenizer(specials)
@@ -300,10 +333,10 @@ def _from_state(kind: str, state: dict) -> Tokenizer:
         return CharTokenizer(_strings(state["chars"]), specials)
     if kind == "word":
         return WordTokenizer(_strings(state["words"]), specials)
-    from tokenizers import Tokenizer as HFTokenizer
-
+    text = standard.read_text(encoding="utf-8") if standard is not None else json.dumps(state["hf"])
+    hf_tokenizer = require("tokenizers", "reading a BPE tokenizer").Tokenizer
     try:
-        hf = HFTokenizer.from_str(json.dumps(state["hf"]))
+        hf = hf_tokenizer.from_str(text)
     except Exception as e:  # the Rust binding raises a plain Exception for a malformed model
         raise ValueError(str(e)) from None
     return BPETokenizer(hf, specials)
@@ -320,3 +353,62 @@ def _strings(value) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError("expected a list of strings")
     return value
+
+
+# ----------------------------------------------------------------------------- the standard tokenizers form
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte -> printable character map (the alphabet of ``pre_tokenizers.ByteLevel``)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def to_tokenizers(tokenizer: Tokenizer):
+    """The plain ``tokenizers.Tokenizer`` with the same ids as the synthformer ``tokenizer``:
+
+    * ``bpe``: the inner byte-level BPE, unchanged;
+    * ``byte`` / ``pixel``: the 256 byte values in GPT-2's byte-to-character alphabet, id = byte + offset;
+    * ``char``: one token per training character, unseen characters -> ``<unk>``;
+    * ``word``: one token per whitespace-separated training word, unseen -> ``<unk>``, decoded joined by
+      single spaces. A whole word "<pad>" (or another special's text) encodes to the special id here (a
+      word-level vocabulary holds one id per string), where synthformer gives ``<unk>`` (or the id of
+      that word when it was seen in training: a warning then).
+
+    Special tokens keep their ids and are marked special; text holding "<pad>" etc. is encoded as
+    ordinary text and no special token is added (``encode`` of the two tokenizers agrees).
+    """
+    tk_mod = require("tokenizers", "writing a tokenizer")
+    decoders, models, pre_tokenizers = tk_mod.decoders, tk_mod.models, tk_mod.pre_tokenizers
+    specials = list(tokenizer.specials)
+    base = {s: i for i, s in enumerate(specials)}
+    if isinstance(tokenizer, BPETokenizer):
+        tk = tk_mod.Tokenizer.from_str(tokenizer.hf.to_str())
+    elif isinstance(tokenizer, ByteTokenizer):
+        b2u = _bytes_to_unicode()
+        vocab = base | {b2u[b]: b + tokenizer.offset for b in range(256)}
+        tk = tk_mod.Tokenizer(models.BPE(vocab=vocab, merges=[]))
+        tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+        tk.decoder = decoders.ByteLevel()
+    elif isinstance(tokenizer, WordTokenizer):
+        clash = sorted(set(tokenizer.words) & set(specials))
+        if clash:  # one string cannot have two ids in a Hugging Face vocabulary
+            warnings.warn(f"word tokenizer has {clash} as ordinary words; the Hugging Face tokenizer encodes "
+                          "them as the special tokens", stacklevel=3)
+        vocab = {w: i + len(specials) for i, w in enumerate(tokenizer.words)} | base
+        tk = tk_mod.Tokenizer(models.WordLevel(vocab=vocab, unk_token=SPECIALS[UNK]))
+        tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()  # str.split(); no decoder: words joined by " "
+    elif isinstance(tokenizer, CharTokenizer):
+        vocab = base | {c: i + len(specials) for i, c in enumerate(tokenizer.chars)}
+        tk = tk_mod.Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=SPECIALS[UNK]))
+        tk.decoder = decoders.Fuse()  # characters joined as they are (no spaces between tokens)
+    else:
+        raise TypeError(f"no Hugging Face form for tokenizer {type(tokenizer).__name__}")
+    tk.add_special_tokens(specials)  # already ids 0..len-1: marks them special (skipped when decoding)
+    tk.encode_special_tokens = True  # "<pad>" inside text stays text, as in synthformer
+    return tk

@@ -1,15 +1,19 @@
-"""Hugging Face ``transformers`` integration (needs ``pip install transformers``; the core does not).
+"""Hugging Face ``transformers`` integration (``pip install 'synthformer[hf]'``; the core does not need it).
 
-``import synthformer.hf`` registers the ``synthformer`` model type with the Auto classes::
+``synthformer export hf --run RUN --out DIR`` writes a folder that the stock Auto classes load in
+any process, synthformer installed or not, with ``trust_remote_code=True`` (the folder holds the
+modeling code)::
 
-    import synthformer.hf
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    model = AutoModelForCausalLM.from_pretrained("exported/")      # no trust_remote_code needed
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
+    model = AutoModelForSequenceClassification.from_pretrained("exported/", trust_remote_code=True)
     tok = AutoTokenizer.from_pretrained("exported/")
-    out = model.generate(**tok("hello", return_tensors="pt"), max_new_tokens=20)
+    pipeline("text-classification", model=model, tokenizer=tok)("some text")  # {"label": "people", ...}
 
-``to_hf(model)`` / ``from_hf(hf_model)`` convert in memory; ``export_hf(run_dir, out_dir)`` writes a
-folder (weights, config, generation config, tokenizer) from a synthformer run or checkpoint folder.
+``import synthformer.hf`` registers the ``synthformer`` model type with the Auto classes, so the same
+folder loads without ``trust_remote_code`` (``AutoModel`` gives the hidden states).
+
+``to_hf(model)`` / ``from_hf(hf_model)`` convert in memory; ``export_hf(run_dir, out_dir)`` writes the
+folder (weights, config, generation config, tokenizer, code) from a synthformer run or checkpoint folder.
 """
 from __future__ import annotations
 
@@ -18,8 +22,9 @@ from .cli import add_parser, run  # argparse only: the CLI can list the sub-comm
 try:
     import transformers  # noqa: F401
 except ImportError:  # the core install has no transformers: fail on use, with the fix
-    _MISSING = ImportError("synthformer.hf needs the Hugging Face transformers package: "
-                           "pip install 'transformers==5.23.0'")
+    from .._optional import missing_extra
+
+    _MISSING = missing_extra("transformers", "synthformer.hf")
 
     def __getattr__(name):
         raise _MISSING

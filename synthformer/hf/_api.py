@@ -1,14 +1,15 @@
 """The transformers-dependent part of ``synthformer.hf``; importing it registers the Auto classes."""
 from __future__ import annotations
 
-from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM,
+from transformers import (AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM,
                           AutoModelForSequenceClassification)
 
 from .cache import SynthformerCache, SynthformerCacheLayer
 from .configuration import SynthformerConfig
 from .export import AUTO_CLASSES, ExportError, export_hf, find_model_folder
-from .modeling import (HF_CLASSES, SynthformerForCausalLM, SynthformerForMaskedLM, SynthformerForSeq2SeqLM,
-                       SynthformerForSequenceClassification, SynthformerPreTrainedModel, from_hf, to_hf)
+from .modeling import (HF_CLASSES, SynthformerBaseModel, SynthformerForCausalLM, SynthformerForMaskedLM,
+                       SynthformerForSeq2SeqLM, SynthformerForSequenceClassification, SynthformerPreTrainedModel,
+                       from_hf, to_hf)
 from .tokenization import to_hf_tokenizer, to_tokenizers
 
 
@@ -18,7 +19,7 @@ def register() -> None:
         AutoConfig.register(SynthformerConfig.model_type, SynthformerConfig)
     except ValueError:  # already registered
         pass
-    for auto, cls in ((AutoModelForCausalLM, SynthformerForCausalLM),
+    for auto, cls in ((AutoModel, SynthformerBaseModel), (AutoModelForCausalLM, SynthformerForCausalLM),
                       (AutoModelForSequenceClassification, SynthformerForSequenceClassification),
                       (AutoModelForMaskedLM, SynthformerForMaskedLM),
                       (AutoModelForSeq2SeqLM, SynthformerForSeq2SeqLM)):
@@ -30,7 +31,7 @@ def register() -> None:
 
 register()
 
-__all__ = ["AUTO_CLASSES", "ExportError", "HF_CLASSES", "SynthformerCache", "SynthformerCacheLayer",
-           "SynthformerConfig", "SynthformerForCausalLM", "SynthformerForMaskedLM", "SynthformerForSeq2SeqLM",
-           "SynthformerForSequenceClassification", "SynthformerPreTrainedModel", "export_hf", "find_model_folder",
-           "from_hf", "register", "to_hf", "to_hf_tokenizer", "to_tokenizers"]
+__all__ = ["AUTO_CLASSES", "ExportError", "HF_CLASSES", "SynthformerBaseModel", "SynthformerCache",
+           "SynthformerCacheLayer", "SynthformerConfig", "SynthformerForCausalLM", "SynthformerForMaskedLM",
+           "SynthformerForSeq2SeqLM", "SynthformerForSequenceClassification", "SynthformerPreTrainedModel",
+           "export_hf", "find_model_folder", "from_hf", "register", "to_hf", "to_hf_tokenizer", "to_tokenizers"]

@@ -12,9 +12,11 @@ from pathlib import Path
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the ``hf`` sub-command to ``subparsers`` (the sub-commands of ``synthformer export``)."""
     p = subparsers.add_parser(
-        "hf", help="write a Hugging Face model folder (AutoModel / AutoTokenizer after `import synthformer.hf`)",
-        description="Export a run's final weights (or its latest checkpoint) and tokenizer as a folder that "
-                    "transformers' Auto classes load after `import synthformer.hf`, without trust_remote_code.",
+        "hf", help="write a Hugging Face model folder (Auto classes with trust_remote_code=True, or after "
+                   "`import synthformer.hf`)",
+        description="Export a run's final weights (or its latest checkpoint), tokenizer and modeling code as a "
+                    "folder that transformers' Auto classes load with trust_remote_code=True in any process "
+                    "(synthformer need not be installed), or after `import synthformer.hf` without it.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--run", required=True, help="run folder (from synthformer train) or a model/checkpoint folder")
     p.add_argument("--out", required=True, help="output folder (created; an earlier synthformer export is replaced)")
@@ -28,6 +30,6 @@ def run(args: argparse.Namespace) -> int:
 
     out = export_hf(args.run, args.out)
     kind = json.loads((Path(out) / "config.json").read_text())["kind"]
-    print(f"exported {args.run} -> {out}\nload with: import synthformer.hf; "
-          f"transformers.{AUTO_CLASSES[kind]}.from_pretrained({str(out)!r})")
+    print(f"exported {args.run} -> {out}\nload with: transformers.{AUTO_CLASSES[kind]}.from_pretrained("
+          f"{str(out)!r}, trust_remote_code=True)")
     return 0

@@ -70,6 +70,11 @@ class SynthformerConfig(PreTrainedConfig):
         self.is_encoder_decoder = self.kind == "seq2seq"
         if self.id2label is None or len(self.id2label) != self.num_classes:
             self.num_labels = self.num_classes
+        names = (self.extra or {}).get("labels")
+        if self.kind == "classifier" and isinstance(names, list) and len(names) == self.num_classes \
+                and all(self.id2label[i] == f"LABEL_{i}" for i in range(self.num_classes)):
+            self.id2label = {i: str(n) for i, n in enumerate(names)}  # the pipeline answers with the class names
+            self.label2id = {str(n): i for i, n in enumerate(names)}
         self.to_model_config()  # validate now: a bad field fails here, with ModelConfig's message
 
     @classmethod

@@ -1,8 +1,12 @@
 """Export a synthformer run (or checkpoint folder) as a Hugging Face model folder.
 
-The folder holds ``config.json`` (``model_type: "synthformer"``), ``model.safetensors``,
-``generation_config.json`` (generative kinds) and the tokenizer files; after ``import synthformer.hf``
-it loads with the Auto class of the run's task and ``AutoTokenizer``, without ``trust_remote_code``.
+The folder holds ``config.json`` (``model_type: "synthformer"``, ``auto_map``, ``id2label`` from the
+class names), ``model.safetensors``, ``generation_config.json`` (generative kinds), the tokenizer files
+(adding the special tokens the model's inputs had in training, see ``synthformer.hf.tokenization``)
+and the modeling code (``synthformer.hf.remote``). It loads with the Auto class of the run's task (or
+``AutoModel``, the hidden states) and ``AutoTokenizer``: in any process with
+``trust_remote_code=True`` (synthformer need not be installed), or after ``import synthformer.hf``
+without it.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from pathlib import Path
 from ..errors import SynthformerError
 from ..model import load
 from .modeling import to_hf
+from .remote import remote_files, write_remote_code
 from .tokenization import to_hf_tokenizer
 
 AUTO_CLASSES = {"lm": "AutoModelForCausalLM", "classifier": "AutoModelForSequenceClassification",
@@ -80,11 +85,16 @@ def export_hf(run_dir, out_dir, *, tokenizer: bool = True) -> Path:
     folder = find_model_folder(run_dir)
     model = load(folder).eval()
     hf = to_hf(model)
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in remote_files(out):  # an earlier export's code
+        stale.unlink()
+    hf.config.auto_map = write_remote_code(out, {AUTO_CLASSES[model.config.kind]: type(hf).__name__,
+                                                 "AutoModel": "SynthformerBaseModel"})
     hf.save_pretrained(out)
     if tokenizer:
         file = find_tokenizer_file(run_dir, folder)
         if file is None:
             warnings.warn(f"{run_dir}: no {TOKENIZER} found; exported the model without a tokenizer", stacklevel=2)
         else:
-            to_hf_tokenizer(load_tokenizer(file), model.config.max_seq_len).save_pretrained(out)
+            to_hf_tokenizer(load_tokenizer(file), cfg=model.config).save_pretrained(out)
     return out

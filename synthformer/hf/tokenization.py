@@ -1,82 +1,62 @@
 """A synthformer tokenizer as a Hugging Face fast tokenizer (``AutoTokenizer`` loads what it saves).
 
-synthformer writes ``tokenizer.json`` as its own wrapper ({"kind", "specials", ...}); this module
-rebuilds the same mapping as a plain ``tokenizers.Tokenizer``:
+The mapping itself (ids, decoding, special tokens) is ``synthformer.data.tokenizer.to_tokenizers``;
+this module adds what a model's inputs need, so that ``tok(text)`` and ``tok(a, b)`` give the ids
+synthformer's tasks feed the model (`INPUT_TEMPLATES`):
 
-* ``bpe``: the inner byte-level BPE, unchanged;
-* ``byte`` / ``pixel``: the 256 byte values in GPT-2's byte-to-character alphabet, id = byte + offset, no merges;
-* ``char``: one token per training character, id = rank + offset, unseen characters -> ``<unk>``;
-* ``word``: one token per whitespace-separated training word, id = rank + offset, unseen -> ``<unk>``,
-  decoded joined by single spaces. One difference: a whole word "<pad>" (or another special's text) in
-  the input encodes to the special id here (a word-level vocabulary holds one id per string), where
-  synthformer gives ``<unk>`` (or the id of that word when it was seen in training: a warning then).
-
-Special tokens keep their ids (``<pad>`` 0, ``<bos>`` 1, ``<eos>`` 2, ``<unk>`` 3, ``<mask>`` 4, ``<sep>`` 5;
-offset = the number of specials, 6, or 5 for a tokenizer saved before ``<sep>``) and, as in
-synthformer, text that contains "<pad>" etc. is encoded as ordinary text and no special token is added
-(``encode`` of the two tokenizers agrees; the models' tasks add BOS/EOS themselves).
+* ``lm``: a leading ``<eos>`` (documents follow one in training; ``synthformer generate`` starts
+  prompts with it); padding on the left (``generate`` of a batch);
+* ``classifier``: ``<bos>`` first with ``pooling="cls"`` (the CLS slot the head reads); sentence
+  pairs joined as ``[<bos>] a <sep> b`` (the classify task's pair encoding);
+* ``seq2seq``: the source followed by ``<eos>``;
+* ``mlm``: the text as it is.
 """
 from __future__ import annotations
 
-import warnings
+from ..data.tokenizer import SPECIALS, Tokenizer, to_tokenizers
+from ..model.config import ModelConfig
 
-from ..data.tokenizer import SPECIALS, BPETokenizer, ByteTokenizer, CharTokenizer, Tokenizer
-
-
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible byte -> printable character map (the alphabet of ``pre_tokenizers.ByteLevel``)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
+# (kind, pooling) -> (single-text template, pair template or None), in tokenizers' TemplateProcessing terms
+INPUT_TEMPLATES: dict[tuple[str, str | None], tuple[str, str | None]] = {
+    ("lm", None): ("<eos> $A", None),
+    ("classifier", "mean"): ("$A", "$A <sep> $B"),
+    ("classifier", "cls"): ("<bos> $A", "<bos> $A <sep> $B"),
+    ("seq2seq", None): ("$A <eos>", None),
+    ("mlm", None): ("$A", None),
+}
 
 
-def to_tokenizers(tokenizer: Tokenizer):
-    """The plain ``tokenizers.Tokenizer`` with the same ids as the synthformer ``tokenizer``."""
-    from tokenizers import Tokenizer as HFTokenizer, decoders, models, pre_tokenizers
-
-    specials = list(tokenizer.specials)
-    base = {s: i for i, s in enumerate(specials)}
-    if isinstance(tokenizer, BPETokenizer):
-        tk = HFTokenizer.from_str(tokenizer.hf.to_str())
-    elif isinstance(tokenizer, ByteTokenizer):
-        b2u = _bytes_to_unicode()
-        vocab = base | {b2u[b]: b + tokenizer.offset for b in range(256)}
-        tk = HFTokenizer(models.BPE(vocab=vocab, merges=[]))
-        tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-        tk.decoder = decoders.ByteLevel()
-    elif tokenizer.kind == "word":
-        clash = sorted(set(tokenizer.words) & set(specials))
-        if clash:  # one string cannot have two ids in a Hugging Face vocabulary
-            warnings.warn(f"word tokenizer has {clash} as ordinary words; the Hugging Face tokenizer encodes "
-                          "them as the special tokens", stacklevel=3)
-        vocab = {w: i + len(specials) for i, w in enumerate(tokenizer.words)} | base
-        tk = HFTokenizer(models.WordLevel(vocab=vocab, unk_token=SPECIALS[3]))
-        tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()  # str.split(); no decoder: words joined by " "
-    elif isinstance(tokenizer, CharTokenizer):
-        vocab = base | {c: i + len(specials) for i, c in enumerate(tokenizer.chars)}
-        tk = HFTokenizer(models.BPE(vocab=vocab, merges=[], unk_token=SPECIALS[3]))
-        tk.decoder = decoders.Fuse()  # characters joined as they are (no spaces between tokens)
-    else:
-        raise TypeError(f"no Hugging Face form for tokenizer {type(tokenizer).__name__}")
-    tk.add_special_tokens(specials)  # already ids 0..len-1: marks them special (skipped when decoding)
-    tk.encode_special_tokens = True  # "<pad>" inside text stays text, as in synthformer
-    return tk
+def input_template(cfg: ModelConfig) -> tuple[str, str | None]:
+    """The (single, pair) templates of the inputs a model of ``cfg`` was trained on."""
+    return INPUT_TEMPLATES[(cfg.kind, cfg.pooling if cfg.kind == "classifier" else None)]
 
 
-def to_hf_tokenizer(tokenizer: Tokenizer, model_max_length: int | None = None):
-    """A ``PreTrainedTokenizerFast`` equal to the synthformer ``tokenizer`` (ids, decoding, specials)."""
+def to_hf_tokenizer(tokenizer: Tokenizer, model_max_length: int | None = None, cfg: ModelConfig | None = None):
+    """A ``PreTrainedTokenizerFast`` equal to the synthformer ``tokenizer`` (ids, decoding, specials);
+    with the model's ``cfg`` it also adds the special tokens and padding side of that model's inputs
+    (`INPUT_TEMPLATES`). ``model_max_length`` defaults to ``cfg.max_seq_len``."""
+    from tokenizers import processors
     from transformers import PreTrainedTokenizerFast
 
-    pad, bos, eos, unk, mask = SPECIALS[:5]
-    kwargs = {"model_max_length": model_max_length} if model_max_length else {}
+    tk = to_tokenizers(tokenizer)
+    kwargs: dict = {}
+    if cfg is not None:
+        single, pair = input_template(cfg)
+        if pair is not None and tokenizer.sep_id is None:
+            pair = None  # a tokenizer saved before <sep>: pairs cannot be encoded as training did
+        used = {t for t in f"{single} {pair or ''}".split() if t in SPECIALS}
+        tk.post_processor = processors.TemplateProcessing(
+            single=single, pair=pair, special_tokens=[(t, SPECIALS.index(t)) for t in sorted(used)])
+        kwargs["padding_side"] = "left" if cfg.kind == "lm" else "right"
+        model_max_length = model_max_length or cfg.max_seq_len
+    if model_max_length:
+        kwargs["model_max_length"] = model_max_length
     if tokenizer.sep_id is not None:
         kwargs["sep_token"] = SPECIALS[tokenizer.sep_id]
-    return PreTrainedTokenizerFast(tokenizer_object=to_tokenizers(tokenizer), pad_token=pad, bos_token=bos,
-                                   eos_token=eos, unk_token=unk, mask_token=mask, split_special_tokens=True,
-                                   **kwargs)
+    pad, bos, eos, unk, mask = SPECIALS[:5]
+    return PreTrainedTokenizerFast(tokenizer_object=tk, pad_token=pad, bos_token=bos, eos_token=eos,
+                                   unk_token=unk, mask_token=mask, split_special_tokens=True,
+                                   model_input_names=["input_ids", "attention_mask"], **kwargs)
+
+
+__all__ = ["INPUT_TEMPLATES", "input_template", "to_hf_tokenizer", "to_tokenizers"]

@@ -136,15 +136,16 @@ class Classifier(SynthformerModel):
         self.head = nn.Linear(cfg.embed_dim, cfg.num_classes)
 
     def forward(self, tokens: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
-        h = self.encoder(self.embed(tokens), key_padding_mask)  # (B, L, d)
+        return self.head(self.pool(self.encoder(self.embed(tokens), key_padding_mask), key_padding_mask))
+
+    def pool(self, h: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
+        """Encoder states (B, L, d) -> one vector per row (B, d), by ``config.pooling``."""
         if self.config.pooling == "cls":
-            pooled = h[:, 0]
-        elif key_padding_mask is None:
-            pooled = h.mean(dim=1)
-        else:
-            keep = (~key_padding_mask).unsqueeze(-1).to(h.dtype)  # (B, L, 1)
-            pooled = (h * keep).sum(1) / keep.sum(1).clamp(min=1)
-        return self.head(pooled)
+            return h[:, 0]
+        if key_padding_mask is None:
+            return h.mean(dim=1)
+        keep = (~key_padding_mask).unsqueeze(-1).to(h.dtype)  # (B, L, 1)
+        return (h * keep).sum(1) / keep.sum(1).clamp(min=1)
 
 
 class MaskedLM(SynthformerModel):

@@ -9,12 +9,17 @@ FORMATS = (".png", ".svg", ".pdf")  # what --out may name (matplotlib picks the 
 
 
 def check_out(path: str | Path) -> Path:
-    """``path`` as the image to write; refuses an unknown extension before any work is done."""
+    """``path`` as the image to write, its folder created; refuses an unknown extension before any
+    work is done."""
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
         raise InputError(f"--out {path}: give a file ending in {', '.join(FORMATS)}")
     if path.is_dir():
         raise InputError(f"--out {path} is a folder; give a file name such as {path / 'figure.png'}")
+    blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise InputError(f"--out {path}: {blocker} is a file, not a folder; choose another path")
+    path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
 

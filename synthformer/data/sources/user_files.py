@@ -1,5 +1,5 @@
 """The user's own data: a .txt/.tsv/.jsonl file (split 90/5/5 here) or a folder of
-train/valid/test files (formats in `synthformer.data.files`)."""
+train/valid/test files or sub-folders (formats in `synthformer.data.files`)."""
 from __future__ import annotations
 
 import json
@@ -14,8 +14,8 @@ def load_user(path: Path, task: str | None, max_examples, seed) -> DataSplits:
     """Splits of the user's file or folder `path` for `task` (default: "lm" for .txt files)."""
     if path.is_dir():
         paths = files.find_split_files(path)
-        task = task or _default_task(paths["train"])
-        splits = tuple(files.read_file(paths[s], task) for s in ("train", "valid", "test"))
+        task = task or _default_task(paths["train"][0])
+        splits = tuple(files.read_files(paths[s], task) for s in ("train", "valid", "test"))
         rule = "given by the files"
     else:
         task = task or _default_task(path)
