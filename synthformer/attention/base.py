@@ -62,11 +62,16 @@ class SynthesizerOptions:
 class Synthesizer(nn.Module):
     """Base class: one synthesizing function for all heads of one layer.
 
-    Subclasses set the class attributes and implement :meth:`logits`.
+    Subclasses set the class attributes (``uses_keys``, ``input_dependent``, ``position_tables``) and
+    implement :meth:`logits`.
     """
 
     uses_keys: bool = False  # True when logits need per-key features that incremental decoding caches
     input_dependent: bool = True  # False when logits do not depend on X (shared by the whole batch)
+    # Attribute names of the position-indexed tables (a row per position, e.g. Random's ("r",)): the
+    # optimizer gives them the tables' group (own lr multiplier, no decay; synthformer/optim.py).
+    # A name that is a buffer (Fixed Random's r) has nothing to train and is skipped.
+    position_tables: tuple[str, ...] = ()
 
     def __init__(self, embed_dim: int, num_heads: int, max_seq_len: int, options: SynthesizerOptions):
         super().__init__()

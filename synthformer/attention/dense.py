@@ -13,6 +13,7 @@ from .base import DotLogits, Synthesizer, xavier_uniform_
 
 
 class Dense(Synthesizer):
+    position_tables = ("f2",)
     def __init__(self, embed_dim, num_heads, max_seq_len, options):
         super().__init__(embed_dim, num_heads, max_seq_len, options)
         self.f1 = nn.Linear(embed_dim, embed_dim, bias=False)  # d -> H * d_h

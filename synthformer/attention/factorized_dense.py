@@ -22,6 +22,7 @@ def default_factors(n: int) -> tuple[int, int]:
 
 
 class FactorizedDense(Synthesizer):
+    position_tables = ("fa", "fb")
     def __init__(self, embed_dim, num_heads, max_seq_len, options):
         super().__init__(embed_dim, num_heads, max_seq_len, options)
         a, b = options.dense_factors or default_factors(max_seq_len)

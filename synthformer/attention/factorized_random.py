@@ -14,6 +14,7 @@ from .base import DotLogits, Synthesizer, random_table
 
 class FactorizedRandom(Synthesizer):
     input_dependent = False
+    position_tables = ("r1", "r2")
 
     def __init__(self, embed_dim, num_heads, max_seq_len, options):
         super().__init__(embed_dim, num_heads, max_seq_len, options)

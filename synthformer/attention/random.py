@@ -10,6 +10,7 @@ from .base import FullLogits, Synthesizer, random_table
 class Random(Synthesizer):
     input_dependent = False
     trainable = True
+    position_tables = ("r",)
 
     def __init__(self, embed_dim, num_heads, max_seq_len, options):
         super().__init__(embed_dim, num_heads, max_seq_len, options)
