@@ -96,6 +96,18 @@ class Synthesizer(nn.Module):
         return t.view(b, length, self.num_heads, -1).transpose(1, 2)
 
 
+def positions(table: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """``table`` cut to ``length`` positions from ``start`` along ``dim`` (a view, in eager mode).
+
+    While ``torch.export`` traces, the rows are gathered instead: slicing a table of N positions to a symbolic
+    length L makes the tracer ask whether the slice is contiguous, that is whether L == N, and that guard
+    would pin a dynamic length (``Dim("L", max=max_seq_len)``) to one side of N.
+    """
+    if torch.compiler.is_exporting():
+        return table.index_select(dim, torch.arange(start, start + length, device=table.device))
+    return table.narrow(dim, start, length)
+
+
 RANDOM_INITS = ("xavier", "glorot3d")
 
 
