@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from synthformer.attention import SYNTHESIZERS, FullLogits, Synthesizer
+from synthformer.attention.base import positions
 from synthformer.errors import ConfigError
 from synthformer.model import ModelConfig, build_model
 from synthformer.optim import build_optimizer, param_groups, position_tables, set_lr
@@ -90,7 +91,7 @@ def test_optimizer_lr_follows_the_group_multiplier():
 
 # ---------------------------------------------------------------- a new variant declares its own tables
 class KeyPrior(Synthesizer):
-    """A toy synthesizer for the test: one learned logit per (head, key position), shared by every query."""
+    """A toy synthesizer (docs/ARCHITECTURE.md's worked example): one learned logit per (head, key position)."""
 
     input_dependent = False
     position_tables = ("prior",)
@@ -100,8 +101,8 @@ class KeyPrior(Synthesizer):
         self.prior = torch.nn.Parameter(torch.zeros(num_heads, max_seq_len))  # (H, N)
 
     def logits(self, x_q, keys, offset, k_len):
-        lq = x_q.shape[1]
-        return FullLogits(self.prior[:, None, :k_len].expand(-1, lq, -1).unsqueeze(0))  # (1, H, Lq, Lk)
+        prior = positions(self.prior, 1, 0, k_len)  # (H, Lk)
+        return FullLogits(prior[:, None].expand(-1, x_q.shape[1], -1).unsqueeze(0))  # (1, H, Lq, Lk)
 
 
 @pytest.mark.parametrize("attention", ["key_prior", "key_prior+V"])
