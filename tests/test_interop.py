@@ -10,6 +10,7 @@ from torch.export import Dim
 from conftest import SINGLE
 from synthformer import SyntheticAttention
 from synthformer.errors import InputError
+from synthformer.mixers import build_mixer
 from synthformer.model import ModelConfig, build_model
 
 D, H, N = 8, 2, 8
@@ -193,3 +194,18 @@ def test_onnx_export_with_a_dynamic_length_runs_in_onnxruntime(tmp_path):
         got = session.run(None, dict(zip(names, (x.numpy(), kpm.numpy()))))[0]
         with torch.no_grad():
             torch.testing.assert_close(torch.as_tensor(got), module(x, kpm), atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name,options", [("lightconv", {"kernel_size": 3}), ("dynamicconv", {"kernel_size": 3}),
+                                          ("linformer", {"linformer_k": 4})])
+def test_torch_export_of_the_baselines_with_a_dynamic_length(name, options):
+    """The baselines in the same slot export the same way (Linformer's E[:, :L] guarded 'L != N' before)."""
+    module = FirstOutput(build_mixer(name, D, H, N, **options)).eval()
+    length = Dim("L", max=N)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.export.export(module, padded(5), dynamic_shapes={"x": {1: length},
+                                                                          "key_padding_mask": {1: length}})
+        for n in (2, N):
+            x, kpm = padded(n, seed=n)
+            torch.testing.assert_close(program.module()(x, kpm), module(x, kpm), atol=1e-5, rtol=1e-4)
