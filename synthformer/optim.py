@@ -19,49 +19,45 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-# Position-indexed tables, by the class that owns them: attribute names of nn.Parameters.
-# (Fixed Random's R is a buffer, never a parameter: it has nothing here to train.)
-def _table_owners() -> dict[type, tuple[str, ...]]:
-    from .attention.dense import Dense
-    from .attention.factorized_dense import FactorizedDense
-    from .attention.factorized_random import FactorizedRandom
-    from .attention.random import Random
-    from .model.transformer import Embedding
-
-    return {Random: ("r",), FactorizedRandom: ("r1", "r2"), Dense: ("f2",), FactorizedDense: ("fa", "fb"),
-            Embedding: ("pos.weight",)}
-
-
+from .attention.base import Synthesizer
+from .errors import ConfigError
 
 # Parameters of any shape that must never decay: the mixture weights theta (alpha = softmax(theta)).
 NO_DECAY_NAMES = ("mix_logits",)
 
 
 def position_tables(model: nn.Module, embeddings: bool = True) -> list[tuple[str, nn.Parameter]]:
-    """(qualified name, parameter) of every trainable position-indexed table in `model`: the
-    synthesizers' tables and (with `embeddings`) the absolute position embedding."""
-    from .model.transformer import Embedding
+    """(qualified name, parameter) of every trainable position-indexed table in `model`.
 
-    owners = {c: a for c, a in _table_owners().items() if embeddings or c is not Embedding}
+    A module declares its tables in a ``position_tables`` class attribute of attribute names: every
+    :class:`~synthformer.attention.base.Synthesizer` (Random ``("r",)``, Factorized Random ``("r1", "r2")``,
+    ...) and the model's ``Embedding`` (``("pos.weight",)``, included with `embeddings`). A declared name
+    that is a buffer (Fixed Random's R) has nothing to train and is skipped; one that names nothing raises.
+    """
     found, seen = [], set()
     for prefix, module in model.named_modules():
-        for cls, attrs in owners.items():
-            if not isinstance(module, cls):  # FixedRandom is a Random whose r is a buffer: skipped below
-                continue
-            for attr in attrs:
-                p = module.get_parameter(attr) if _has_param(module, attr) else None
-                if p is not None and p.requires_grad and id(p) not in seen:
-                    seen.add(id(p))
-                    found.append((f"{prefix}.{attr}" if prefix else attr, p))
+        if not (embeddings or isinstance(module, Synthesizer)):
+            continue
+        for attr in getattr(type(module), "position_tables", ()):
+            p = _declared_parameter(module, attr)
+            if p is not None and p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                found.append((f"{prefix}.{attr}" if prefix else attr, p))
     return found
 
 
-def _has_param(module: nn.Module, attr: str) -> bool:
+def _declared_parameter(module: nn.Module, attr: str) -> nn.Parameter | None:
+    """The parameter ``attr`` of `module`; None when it is a buffer."""
     try:
-        module.get_parameter(attr)
-        return True
+        return module.get_parameter(attr)
     except AttributeError:
-        return False
+        pass
+    try:
+        module.get_buffer(attr)
+        return None
+    except AttributeError:
+        raise ConfigError(f"{type(module).__name__}.position_tables names {attr!r}, which is neither a parameter "
+                          f"nor a buffer of it; list the attribute names of its position-indexed tables") from None
 
 
 def param_groups(model: nn.Module, weight_decay: float, table_lr_mult: float = 1.0,
@@ -70,8 +66,9 @@ def param_groups(model: nn.Module, weight_decay: float, table_lr_mult: float = 1
 
     * ``decay``: weight matrices (2-D and up) with `weight_decay`;
     * ``no_decay``: biases, norms (1-D) and the mixture weights, no decay;
-    * ``tables``: the synthesizers' position-indexed tables (R, R1/R2, Dense's F2, Factorized
-      Dense's factors) with `table_weight_decay` and ``lr_mult = table_lr_mult``;
+    * ``tables``: the synthesizers' position-indexed tables, as each class declares them in
+      ``position_tables`` (R, R1/R2, Dense's F2, Factorized Dense's factors), with `table_weight_decay`
+      and ``lr_mult = table_lr_mult``;
     * ``positions``: the absolute position embedding, `table_weight_decay`, ``lr_mult = position_lr_mult``
       (its own multiplier: measured, the tables' multiplier hurts it; docs/recipe.md).
 

@@ -371,8 +371,8 @@ def test_bad_inputs(spec):
         layer(torch.randn(2, N, D + 1))
     with pytest.raises(InputError, match="length 13 exceeds max_seq_len=12"):
         layer(torch.randn(2, N + 1, D))
-    with pytest.raises(InputError, match="bool"):
-        layer(torch.randn(2, N, D), key_padding_mask=torch.zeros(2, N))
+    with pytest.raises(InputError, match=r"must be bool \(True = padding\) or float .*got torch.int64"):
+        layer(torch.randn(2, N, D), key_padding_mask=torch.zeros(2, N, dtype=torch.long))
     with pytest.raises(InputError, match=r"\(2, 12\)"):
         layer(torch.randn(2, N, D), key_padding_mask=torch.zeros(2, N - 1, dtype=torch.bool))
     with pytest.raises(InputError, match="causal"):

@@ -4,6 +4,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from synthformer.attention import SYNTHESIZERS, FullLogits, Synthesizer
+from synthformer.attention.base import positions
+from synthformer.errors import ConfigError
 from synthformer.model import ModelConfig, build_model
 from synthformer.optim import build_optimizer, param_groups, position_tables, set_lr
 
@@ -84,3 +87,52 @@ def test_optimizer_lr_follows_the_group_multiplier():
         opt.step()
         moved[mult] = (r.detach() - before).abs().max().item()
     assert moved[10.0] == pytest.approx(10 * moved[1.0], rel=1e-3)
+
+
+# ---------------------------------------------------------------- a new variant declares its own tables
+class KeyPrior(Synthesizer):
+    """A toy synthesizer (docs/ARCHITECTURE.md's worked example): one learned logit per (head, key position)."""
+
+    input_dependent = False
+    position_tables = ("prior",)
+
+    def __init__(self, embed_dim, num_heads, max_seq_len, options):
+        super().__init__(embed_dim, num_heads, max_seq_len, options)
+        self.prior = torch.nn.Parameter(torch.zeros(num_heads, max_seq_len))  # (H, N)
+
+    def logits(self, x_q, keys, offset, k_len):
+        prior = positions(self.prior, 1, 0, k_len)  # (H, Lk)
+        return FullLogits(prior[:, None].expand(-1, x_q.shape[1], -1).unsqueeze(0))  # (1, H, Lq, Lk)
+
+
+@pytest.mark.parametrize("attention", ["key_prior", "key_prior+V"])
+def test_a_new_variant_with_a_position_table_lands_in_the_tables_group_and_trains(attention, monkeypatch):
+    """docs/ARCHITECTURE.md "add a variant": one class and one registry line, no other edit."""
+    monkeypatch.setitem(SYNTHESIZERS, "key_prior", KeyPrior)
+    torch.manual_seed(0)
+    model = lm(attention, dropout=0.0)
+    g = groups_by_name(model, table_lr_mult=10.0)
+    assert names_in(model, g["tables"]) == {"decoder.layers.0.mixer.members.0.prior"}
+    assert g["tables"]["lr_mult"] == 10.0 and g["tables"]["weight_decay"] == 0.0
+    prior = model.get_parameter("decoder.layers.0.mixer.members.0.prior")
+    opt = build_optimizer(model, lr=3e-3, weight_decay=0.01, table_lr_mult=10.0)
+    ids = torch.randint(0, 50, (4, 16))
+    losses = []
+    for _ in range(15):
+        logits = model(ids[:, :-1])  # (B, L, vocab)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 50), ids[:, 1:].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0] - 0.1
+    assert prior.detach().abs().max() > 0.01  # the table moved off its zero start
+
+
+def test_a_position_table_that_names_nothing_is_refused(monkeypatch):
+    class Typo(KeyPrior):
+        position_tables = ("priors",)
+
+    monkeypatch.setitem(SYNTHESIZERS, "typo", Typo)
+    with pytest.raises(ConfigError, match="Typo.position_tables names 'priors', which is neither a parameter"):
+        param_groups(lm("typo"), 0.1)

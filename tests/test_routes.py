@@ -1,8 +1,9 @@
 """Which path each call takes (DESIGN.md section 3 rule 9): the route of every registry variant and mixture
-in every mode, the CUDA-only branch, and the dropout-in-training fast paths.
+in every mode, down to the kernel below the path, the CUDA-only branch, and the dropout-in-training fast paths.
 
-The table is written out by hand from the rules in synthformer/attention/paths.py, so a changed route shows up
-here by name, not only as a slower or (worse) silently different result.
+The table is written out by hand from the rules in synthformer/attention/paths.py (choose_path,
+choose_shared_product) and blocked.py (choose_kernel), so a changed route shows up here by name, not only as a
+slower or (worse) silently different result.
 """
 import dataclasses
 import warnings
@@ -13,30 +14,40 @@ import torch
 import synthformer.attention.blocked as blocked_mod
 from conftest import ALL_SPECS
 from synthformer import SyntheticAttention
-from synthformer.attention import paths
-from synthformer.attention.paths import Path, choose_path
+from synthformer.attention import aten, paths
+from synthformer.attention.blocked import Kernel
+from synthformer.attention.paths import Path, SharedProduct, choose_path
 
 D, H, N, B, L = 8, 2, 8, 2, 6
-CODES = {"L": Path.LITERAL, "S": Path.SHARED_SOFTMAX, "SF": Path.SHARED_FUSED, "SB": Path.SHARED_BLOCKED,
-         "F": Path.FUSED, "B": Path.BLOCKED, "X": Path.FLEX}
-MODES = ["train", "causal", "pad", "mask4d", "float", "eval", "eval-pad", "eval-grad", "dropout", "dropout-pad",
-         "long", "weights", "trace", "cuda"]
-# L literal, S shared_softmax, SF shared_fused, SB shared_blocked, F fused, B blocked, X flex
+BLOCK_ELEMENTS, FEW_QUERIES = blocked_mod.BLOCK_ELEMENTS, paths.FEW_QUERIES
+# path, then the choice below it: shared_softmax's product, or the kernel of blocked / shared_blocked
+CODES = {"L": (Path.LITERAL,), "SF": (Path.SHARED_FUSED,), "F": (Path.FUSED,), "X": (Path.FLEX,),
+         "S.e": (Path.SHARED_SOFTMAX, SharedProduct.PER_EXAMPLE), "S.f": (Path.SHARED_SOFTMAX, SharedProduct.FOLDED),
+         "S.n": (Path.SHARED_SOFTMAX, SharedProduct.NORMALISED),
+         "SB.s": (Path.SHARED_BLOCKED, Kernel.SHARED), "SB.l": (Path.SHARED_BLOCKED, Kernel.LOOP_FORWARD),
+         "B.f": (Path.BLOCKED, Kernel.FUSED_FORWARD), "B.l": (Path.BLOCKED, Kernel.LOOP_FORWARD),
+         "SB": (Path.SHARED_BLOCKED,), "B": (Path.BLOCKED,)}  # the last two: the cuda column names the path only
+MODES = ["train", "causal", "pad", "mask4d", "float", "eval", "eval-rows", "eval-pad", "eval-grad", "dropout",
+         "dropout-pad", "long", "weights", "trace", "cuda"]
+# paths: L literal, S shared_softmax, SF shared_fused, SB shared_blocked, F fused, B blocked, X flex;
+# shared_softmax products: .e per_example, .f folded, .n normalised;
+# kernels of blocked_attention: .s shared, .f fused_forward, .l loop_forward
 ROUTES = {
-    #                 train causal pad mask4d float eval eval-pad eval-grad dropout dropout-pad long weights trace cuda
-    "vanilla":           "F  F  F  F  F  F  F  F  F  F  F  L  L  F",
-    "dense":             "F  F  F  F  F  F  F  F  F  F  F  L  L  F",
-    "random":            "SB SB S  B  SB S  S  SB S  S  SB L  L  SB",
-    "fixed_random":      "SB SB S  B  SB S  S  SB S  S  SB L  L  SB",
-    "factorized_random": "SB SB S  F  SB S  S  SB S  S  SF L  L  SB",
-    "factorized_dense":  "B  B  B  B  B  B  B  B  L  L  B  L  L  B",
-    "R+V":               "B  B  B  B  B  F  F  B  F  F  B  L  L  X",
-    "D+V":               "F  F  F  F  F  F  F  F  F  F  F  L  L  F",
-    "R+D":               "B  B  B  B  B  F  F  B  F  F  B  L  L  X",
-    "FR+V":              "F  F  F  F  F  F  F  F  F  F  F  L  L  F",
-    "FD+V":              "B  B  B  B  B  F  F  B  F  F  B  L  L  X",
-    "Fix+FR":            "SB SB S  B  SB S  S  SB S  S  SB L  L  SB",
-    "R+D+V":             "B  B  B  B  B  F  F  B  F  F  B  L  L  X",
+    # columns: train causal pad mask4d float eval eval-rows eval-pad eval-grad dropout dropout-pad long weights
+    # trace cuda (the MODES above)
+    "vanilla":           "F    F    F    F    F    F    F    F    F    F    F    F    L    L    F",
+    "dense":             "F    F    F    F    F    F    F    F    F    F    F    F    L    L    F",
+    "random":            "SB.s SB.s S.n  B.l  SB.s S.e  S.f  S.n  SB.s S.e  S.n  SB.s L    L    SB",
+    "fixed_random":      "SB.s SB.s S.n  B.l  SB.s S.e  S.f  S.n  SB.s S.e  S.n  SB.s L    L    SB",
+    "factorized_random": "SB.l SB.l S.n  F    SB.l S.e  S.f  S.n  SB.l S.e  S.n  SF   L    L    SB",
+    "factorized_dense":  "B.l  B.l  B.l  B.l  B.l  B.l  B.l  B.l  B.l  L    L    B.l  L    L    B",
+    "R+V":               "B.f  B.f  B.f  B.f  B.f  F    F    F    B.f  F    F    B.f  L    L    X",
+    "D+V":               "F    F    F    F    F    F    F    F    F    F    F    F    L    L    F",
+    "R+D":               "B.f  B.f  B.f  B.f  B.f  F    F    F    B.f  F    F    B.f  L    L    X",
+    "FR+V":              "F    F    F    F    F    F    F    F    F    F    F    F    L    L    F",
+    "FD+V":              "B.f  B.f  B.f  B.f  B.f  F    F    F    B.f  F    F    B.f  L    L    X",
+    "Fix+FR":            "SB.l SB.l S.n  B.l  SB.l S.e  S.f  S.n  SB.l S.e  S.n  SB.l L    L    SB",
+    "R+D+V":             "B.l  B.l  B.l  B.l  B.l  F    F    F    B.l  F    F    B.l  L    L    X",
 }
 
 
@@ -46,13 +57,15 @@ def test_table_covers_the_registry():
 
 @pytest.fixture
 def spy(monkeypatch):
-    """Records the paths run (through PATHS) and the routes chosen (through choose_path)."""
+    """Records the paths, shared products and kernels run (through PATHS, SHARED_PRODUCTS and KERNELS, in call
+    order) and the routes chosen (through choose_path)."""
     taken, routes = [], []
-    for path, fn in list(paths.PATHS.items()):
-        def wrapped(a, fn=fn, path=path):
-            taken.append(path)
-            return fn(a)
-        monkeypatch.setitem(paths.PATHS, path, wrapped)
+    for table in (paths.PATHS, paths.SHARED_PRODUCTS, blocked_mod.KERNELS):
+        for name, fn in list(table.items()):
+            def wrapped(*args, fn=fn, name=name):
+                taken.append(name)
+                return fn(*args)
+            monkeypatch.setitem(table, name, wrapped)
 
     def choose(route):
         routes.append(route)
@@ -75,6 +88,8 @@ def call(spec, mode, monkeypatch):
     layer = SyntheticAttention(D, H, N, spec, causal=mode in ("causal", "pad"), dense_factors=(2, 4), factorized_k=3,
                                dropout=0.1 if mode.startswith("dropout") else 0.0)
     layer.train(not mode.startswith("eval"))
+    if mode == "eval-rows":  # more query rows than decoding has: the shared softmax folds the batch
+        monkeypatch.setattr(paths, "FEW_QUERIES", L - 1)
     x = torch.randn(B, L, D)
     kw = {}
     if mode.endswith("pad"):
@@ -92,7 +107,7 @@ def call(spec, mode, monkeypatch):
             warnings.simplefilter("ignore")  # tracer and deprecation warnings
             torch.jit.trace(FirstOutput(layer), (x,), check_trace=False)
         return
-    with torch.set_grad_enabled(mode not in ("eval", "eval-pad")):
+    with torch.set_grad_enabled(mode not in ("eval", "eval-rows", "eval-pad")):
         layer(x, need_weights=mode == "weights", **kw)
 
 
@@ -106,12 +121,12 @@ def test_route_of_every_spec_in_every_mode(spec, spy, monkeypatch):
         routes.clear()
         if mode == "cuda":  # the same call as "train", routed as if its tensors lived on a GPU
             call(spec, "train", monkeypatch)
-            got[mode] = choose_path(dataclasses.replace(routes[0], device="cuda"))
+            got[mode] = (choose_path(dataclasses.replace(routes[0], device="cuda")),)
             continue
         call(spec, mode, monkeypatch)
-        assert len(taken) == 1, (mode, taken)  # no hidden second path (the shared softmax did not underflow)
-        got[mode] = taken[0]
-        monkeypatch.setattr(blocked_mod, "BLOCK_ELEMENTS", 1 << 22)
+        got[mode] = tuple(taken)  # the whole chain: no hidden second path (the shared softmax did not underflow)
+        monkeypatch.setattr(blocked_mod, "BLOCK_ELEMENTS", BLOCK_ELEMENTS)  # undo "long" and "eval-rows"
+        monkeypatch.setattr(paths, "FEW_QUERIES", FEW_QUERIES)
     assert got == want
 
 
@@ -152,7 +167,8 @@ def test_shared_softmax_underflow_defers_to_the_named_fallback(spy):
     layer.eval()
     with torch.no_grad():
         got, _ = layer(x, key_padding_mask=kpm)
-        assert taken == [Path.SHARED_SOFTMAX, Path.BLOCKED] == [choose_path(routes[0]), paths.fallback_path(routes[0])]
+        assert taken == [Path.SHARED_SOFTMAX, SharedProduct.NORMALISED, Path.BLOCKED, Kernel.LOOP_FORWARD]
+        assert taken[::2] == [choose_path(routes[0]), paths.fallback_path(routes[0])]
         layer.fast = False
         want, _ = layer(x, key_padding_mask=kpm)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
@@ -185,7 +201,7 @@ def test_dropout_on_the_shared_softmax_equals_the_literal_path(spec, padding, sp
         out, _ = layer(x, **kw)
         out.sum().backward()
         results.append([out.detach()] + [p.grad.clone() for p in layer.parameters() if p.grad is not None])
-    assert taken == [Path.SHARED_SOFTMAX, Path.LITERAL]
+    assert taken[::2] == [Path.SHARED_SOFTMAX, Path.LITERAL]
     for a, b in zip(*results):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
 
@@ -207,9 +223,70 @@ def test_dropout_in_training_is_unbiased_on_its_path(spec, path, spy):
         layer.train()
         taken.clear()
         draws = layer(x.repeat(n, 1, 1), key_padding_mask=kpm.repeat(n, 1))[0].view(n, *want.shape)
-    assert taken == [path]
+    assert taken[0] == path
     assert not torch.allclose(draws[0], draws[1])  # dropout is on
     err = (draws.mean(0) - want).abs().max().item()
     assert err < 5 * draws.std(0).max().item() / n ** 0.5
     layer(x, key_padding_mask=kpm)[0].sum().backward()
     assert all(p.grad is not None for p in layer.parameters() if p.requires_grad)
+
+
+# ------------------------------------------------------------ private ATen ops: version-checked, with fallbacks
+def test_private_ops_are_found_on_this_torch_and_a_changed_schema_is_refused():
+    """On a torch new enough, the fast kernels use the private ops (a torch that drops or re-signs one fails
+    here by name, instead of running slower unnoticed); an op whose schema lacks an argument used is refused."""
+    if aten.torch_version() >= aten.CPU_FLASH[2]:
+        assert aten.private_op(*aten.CPU_FLASH) is not None
+        assert aten.cpu_flash_available(torch.zeros(1)) and not aten.cpu_flash_available(torch.zeros(1).half())
+    assert aten.private_op(*aten.SOFTMAX_OUT) is not None
+    name, overload, since, _ = aten.CPU_FLASH
+    assert aten.private_op(name, overload, since, ("attn_mask", "no_such_argument")) is None
+    assert aten.private_op("_no_such_op", "default", (2, 0), ()) is None
+    assert aten.private_op(name, overload, (99, 0), ()) is None  # the version check
+
+
+def too_new(op):
+    return (*op[:2], (99, 0), op[3])  # a minimum torch version no install has: the fallback runs
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_with_lse_fallback_equals_the_flash_kernel(causal, monkeypatch):
+    torch.manual_seed(3)
+    q, k, v = (torch.randn(2, 3, 7, 4, dtype=torch.float64) for _ in range(3))
+    mask = torch.randn(1, 3, 7, 7, dtype=torch.float64)
+    out, lse = aten.attention_with_lse(q, k, v, mask, is_causal=causal)
+    assert lse is not None and lse.shape == (2, 3, 7)
+    s = q @ k.transpose(-2, -1) + mask
+    if causal:
+        s = s.masked_fill(torch.ones(7, 7, dtype=torch.bool).triu(1), -torch.inf)
+    torch.testing.assert_close(out, torch.softmax(s, -1) @ v)
+    torch.testing.assert_close(lse, s.logsumexp(-1))
+    monkeypatch.setattr(aten, "CPU_FLASH", too_new(aten.CPU_FLASH))
+    got, no_lse = aten.attention_with_lse(q, k, v, mask, is_causal=causal)
+    assert no_lse is None
+    torch.testing.assert_close(got, out)
+
+
+@pytest.mark.parametrize("spec,causal,kernel", [("R+V", False, Kernel.FUSED_FORWARD), ("R", False, Kernel.SHARED),
+                                                ("R+V", True, Kernel.FUSED_FORWARD), ("R", True, Kernel.SHARED)])
+def test_layer_with_the_public_fallbacks_equals_the_private_ops(spec, causal, kernel, spy, monkeypatch):
+    """The whole training step of the kernels that use the private ops, once with them and once with both
+    forced to their public fallbacks: equal outputs and gradients."""
+    taken, _ = spy
+    torch.manual_seed(4)
+    layer = SyntheticAttention(D, H, N, spec, causal=causal)
+    x = torch.randn(B, L, D)
+    results = []
+    for fallback in (False, True):
+        if fallback:
+            monkeypatch.setattr(aten, "CPU_FLASH", too_new(aten.CPU_FLASH))
+            monkeypatch.setattr(aten, "SOFTMAX_OUT", too_new(aten.SOFTMAX_OUT))
+            assert not aten.cpu_flash_available(x) and aten.private_op(*aten.SOFTMAX_OUT) is None
+        layer.zero_grad()
+        taken.clear()
+        out, _ = layer(x)
+        out.square().sum().backward()
+        assert taken[1] == kernel
+        results.append([out.detach()] + [p.grad.clone() for p in layer.parameters()])
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)

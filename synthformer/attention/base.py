@@ -62,11 +62,16 @@ class SynthesizerOptions:
 class Synthesizer(nn.Module):
     """Base class: one synthesizing function for all heads of one layer.
 
-    Subclasses set the class attributes and implement :meth:`logits`.
+    Subclasses set the class attributes (``uses_keys``, ``input_dependent``, ``position_tables``) and
+    implement :meth:`logits`.
     """
 
     uses_keys: bool = False  # True when logits need per-key features that incremental decoding caches
     input_dependent: bool = True  # False when logits do not depend on X (shared by the whole batch)
+    # Attribute names of the position-indexed tables (a row per position, e.g. Random's ("r",)): the
+    # optimizer gives them the tables' group (own lr multiplier, no decay; synthformer/optim.py).
+    # A name that is a buffer (Fixed Random's r) has nothing to train and is skipped.
+    position_tables: tuple[str, ...] = ()
 
     def __init__(self, embed_dim: int, num_heads: int, max_seq_len: int, options: SynthesizerOptions):
         super().__init__()
@@ -89,6 +94,18 @@ class Synthesizer(nn.Module):
         """(B, L, H*E) -> (B, H, L, E)."""
         b, length, _ = t.shape
         return t.view(b, length, self.num_heads, -1).transpose(1, 2)
+
+
+def positions(table: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """``table`` cut to ``length`` positions from ``start`` along ``dim`` (a view, in eager mode).
+
+    While ``torch.export`` traces, the rows are gathered instead: slicing a table of N positions to a symbolic
+    length L makes the tracer ask whether the slice is contiguous, that is whether L == N, and that guard
+    would pin a dynamic length (``Dim("L", max=max_seq_len)``) to one side of N.
+    """
+    if torch.compiler.is_exporting():
+        return table.index_select(dim, torch.arange(start, start + length, device=table.device))
+    return table.narrow(dim, start, length)
 
 
 RANDOM_INITS = ("xavier", "glorot3d")

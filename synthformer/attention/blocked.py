@@ -8,6 +8,20 @@ walks over blocks of (batch, query rows), keeps only one block of logits alive, 
 backward pass (as flash attention does) and reduces the gradient of a batch-shared bias (R) over the
 batch block by block. Memory grows with L (plus the bias gradient itself), not with B * L^2.
 
+Which kernel runs is named (:class:`Kernel`) by the pure :func:`choose_kernel` and run from :data:`KERNELS`
+(tests/test_routes.py asserts it for every variant and mode):
+
+=================  =========================================================================================
+kernel             when (first match) and how
+=================  =========================================================================================
+``shared``         the logits are a bias alone, shared by the batch (R, Fix, with the batch folded into v):
+                   :class:`_SharedBiasAttention`, one (head, row-block) at a time, the weights kept for backward
+``fused_forward``  q, k and v of one width (R+V, R+D): the forward by PyTorch's fused kernel (on CPU the flash
+                   kernel with its log-sum-exp, :func:`~synthformer.attention.aten.attention_with_lse`), the
+                   backward block by block
+``loop_forward``   otherwise (FD, R+D+V, a mask per example with R): forward and backward block by block
+=================  =========================================================================================
+
 Shapes (legend in ``__init__``): q (Bq, H, Lq, E) or None; k (Bk, H, Lk, E) or None; v (B, H, Lk, dv);
 bias (Bb, H, Lq, Lk) or None; blocked (Bm, Hm, Lq, Lk) bool (True = masked) or None, where each
 leading dimension is either B or 1 (shared by the batch). A row with no visible key attends uniformly;
@@ -15,8 +29,13 @@ callers zero such rows (the layer does).
 """
 from __future__ import annotations
 
+from enum import Enum
+from typing import Callable
+
 import torch
 from torch import Tensor
+
+from .aten import attention_with_lse, cpu_flash_available, softmax_into
 
 BLOCK_ELEMENTS = 1 << 22  # logits per block: 16 MiB in fp32; few enough blocks that per-op overhead stays small, small enough to reuse heap pages
 CAUSAL_SPLIT = 8  # causal blocks are this much smaller: thinner row blocks skip more of the masked keys (R+V
@@ -68,10 +87,10 @@ def _blocks(b: int, h: int, lq: int, lk: int, causal_shift: int | None):
 
 class _BlockedAttention(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, bias, scale, blocked, causal_shift, plain_causal):
+    def forward(ctx, q, k, v, bias, scale, blocked, causal_shift, plain_causal, fused):
         sb = bias if scale is None else bias * scale.view(1, -1, 1, 1)  # scaled once, not once per block
         lse = None
-        if q is not None and q.shape[-1] == k.shape[-1] == v.shape[-1]:
+        if fused:
             out, lse = _fused_forward(q, k, v, sb, blocked, plain_causal)  # flash kernel, the bias as its mask
         else:
             out = _blocked_forward(q, k, v, sb, blocked, causal_shift)
@@ -93,16 +112,12 @@ def _fused_forward(q, k, v, sb, blocked, plain_causal) -> tuple[Tensor, Tensor |
     with ``plain_causal`` that kernel masks the causal triangle itself and skips the blocks above it."""
     b = v.shape[0]
     q, k = q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1)
-    flash = q.device.type == "cpu" and q.dtype in (torch.float32, torch.float64)
-    if flash and plain_causal:
-        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, is_causal=True, attn_mask=sb,
-                                                                            scale=1.0)
+    if plain_causal and cpu_flash_available(q):
+        return attention_with_lse(q, k, v, sb, is_causal=True)
     mask = sb
     if blocked is not None:
         mask = (sb if sb is not None else q.new_zeros(())).masked_fill(blocked, torch.finfo(q.dtype).min)
-    if flash:
-        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, attn_mask=mask, scale=1.0)
-    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0), None
+    return attention_with_lse(q, k, v, mask)
 
 
 def _blocked_forward(q, k, v, sb, blocked, causal_shift) -> Tensor:
@@ -170,7 +185,7 @@ def _blocked_backward(ctx, dout):
     dbias = None
     if need_bias:
         dbias = dsum if scale is None else dsum.mul_(scale.view(1, -1, 1, 1))
-    return dq, dk, dv, dbias, dscale, None, None, None
+    return dq, dk, dv, dbias, dscale, None, None, None, None
 
 
 def _block_weights(q, k, v, bias, scale, sb, blocked, do, delta, aug, bsl, rsl, kend):
@@ -281,7 +296,7 @@ def _shared_weights(bias, scale, blocked, causal_shift, v=None, out=None) -> Ten
         pb = p[0, hh, rsl]  # (r, Lk), contiguous
         if kend < lk:
             pb[:, kend:].zero_()
-        torch.ops.aten._softmax.out(s, -1, False, out=pb[:, :kend])
+        softmax_into(s, pb[:, :kend])
         if v is not None:
             torch.mm(pb[:, :kend], v[0, hh, :kend], out=out[0, hh, rsl])
     return p
@@ -299,10 +314,40 @@ def _shared_blocks(h: int, lq: int, lk: int, causal_shift: int | None):
             yield hh, slice(r0, r1), kend
 
 
-def _shared_ok(q, v, bias, blocked) -> bool:
-    """The shared kernel applies: logits are a bias alone, shared by the batch (and the mask too)."""
-    return (q is None and v.shape[0] == 1 and bias is not None and bias.shape[0] == 1
-            and bias.shape[1] == v.shape[1] and (blocked is None or blocked.shape[0] == 1))
+class Kernel(str, Enum):
+    SHARED = "shared"
+    FUSED_FORWARD = "fused_forward"
+    LOOP_FORWARD = "loop_forward"
+
+
+def choose_kernel(q: Tensor | None, k: Tensor | None, v: Tensor, bias: Tensor | None,
+                  blocked: Tensor | None) -> Kernel:
+    """The kernel :func:`blocked_attention` runs (the table in the module docstring). Pure: reads shapes only."""
+    if (q is None and v.shape[0] == 1 and bias is not None and bias.shape[0] == 1
+            and bias.shape[1] == v.shape[1] and (blocked is None or blocked.shape[0] == 1)):
+        return Kernel.SHARED
+    if q is not None and q.shape[-1] == k.shape[-1] == v.shape[-1]:
+        return Kernel.FUSED_FORWARD
+    return Kernel.LOOP_FORWARD
+
+
+def _shared(q, k, v, bias, scale, blocked, causal_shift, plain_causal):
+    return _SharedBiasAttention.apply(bias.contiguous(), scale, v.contiguous(), blocked, causal_shift)
+
+
+def _fused_forward_blocks(q, k, v, bias, scale, blocked, causal_shift, plain_causal):
+    return _BlockedAttention.apply(q, k, v, bias, scale, blocked, causal_shift, plain_causal, True)
+
+
+def _loop_forward_blocks(q, k, v, bias, scale, blocked, causal_shift, plain_causal):
+    return _BlockedAttention.apply(q, k, v, bias, scale, blocked, causal_shift, plain_causal, False)
+
+
+KERNELS: dict[Kernel, Callable[..., Tensor]] = {
+    Kernel.SHARED: _shared,
+    Kernel.FUSED_FORWARD: _fused_forward_blocks,
+    Kernel.LOOP_FORWARD: _loop_forward_blocks,
+}
 
 
 def blocked_attention(q: Tensor | None, k: Tensor | None, v: Tensor, bias: Tensor | None = None,
@@ -332,6 +377,5 @@ def blocked_attention(q: Tensor | None, k: Tensor | None, v: Tensor, bias: Tenso
 
 
 def _apply(q, k, v, bias, bias_scale, blocked, causal_shift, plain_causal):
-    if _shared_ok(q, v, bias, blocked):
-        return _SharedBiasAttention.apply(bias.contiguous(), bias_scale, v.contiguous(), blocked, causal_shift)
-    return _BlockedAttention.apply(q, k, v, bias, bias_scale, blocked, causal_shift, plain_causal)
+    kernel = KERNELS[choose_kernel(q, k, v, bias, blocked)]
+    return kernel(q, k, v, bias, bias_scale, blocked, causal_shift, plain_causal)

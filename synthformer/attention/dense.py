@@ -9,10 +9,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import DotLogits, Synthesizer, xavier_uniform_
+from .base import DotLogits, Synthesizer, positions, xavier_uniform_
 
 
 class Dense(Synthesizer):
+    position_tables = ("f2",)
     def __init__(self, embed_dim, num_heads, max_seq_len, options):
         super().__init__(embed_dim, num_heads, max_seq_len, options)
         self.f1 = nn.Linear(embed_dim, embed_dim, bias=False)  # d -> H * d_h
@@ -22,5 +23,5 @@ class Dense(Synthesizer):
 
     def logits(self, x_q, keys, offset, k_len):
         q = torch.relu(self.split_heads(self.f1(x_q)))  # (B, H, Lq, d_h)
-        k = self.f2[:, :k_len].unsqueeze(0)  # (1, H, Lk, d_h)
+        k = positions(self.f2, 1, 0, k_len).unsqueeze(0)  # (1, H, Lk, d_h)
         return DotLogits(q, k)

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError
-from .base import FullLogits, Synthesizer, xavier_uniform_
+from .base import FullLogits, Synthesizer, positions, xavier_uniform_
 
 
 def default_factors(n: int) -> tuple[int, int]:
@@ -22,6 +22,7 @@ def default_factors(n: int) -> tuple[int, int]:
 
 
 class FactorizedDense(Synthesizer):
+    position_tables = ("fa", "fb")
     def __init__(self, embed_dim, num_heads, max_seq_len, options):
         super().__init__(embed_dim, num_heads, max_seq_len, options)
         a, b = options.dense_factors or default_factors(max_seq_len)
@@ -38,4 +39,4 @@ class FactorizedDense(Synthesizer):
         fa = torch.einsum("zhle,hea->zhla", h, self.fa)  # (B, H, Lq, a)
         fb = torch.einsum("zhle,hef->zhlf", h, self.fb)  # (B, H, Lq, b)
         c = (fa.unsqueeze(-1) * fb.unsqueeze(-2)).flatten(-2)  # (B, H, Lq, a*b): index j = p*b + q
-        return FullLogits(c[..., :k_len])
+        return FullLogits(positions(c, 3, 0, k_len))  # (B, H, Lq, Lk)

@@ -9,11 +9,12 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError
-from .base import DotLogits, Synthesizer, random_table
+from .base import DotLogits, Synthesizer, positions, random_table
 
 
 class FactorizedRandom(Synthesizer):
     input_dependent = False
+    position_tables = ("r1", "r2")
 
     def __init__(self, embed_dim, num_heads, max_seq_len, options):
         super().__init__(embed_dim, num_heads, max_seq_len, options)
@@ -25,4 +26,4 @@ class FactorizedRandom(Synthesizer):
 
     def logits(self, x_q, keys, offset, k_len):
         lq = x_q.shape[1]
-        return DotLogits(self.r1[:, offset:offset + lq].unsqueeze(0), self.r2[:, :k_len].unsqueeze(0))
+        return DotLogits(positions(self.r1, 1, offset, lq).unsqueeze(0), positions(self.r2, 1, 0, k_len).unsqueeze(0))

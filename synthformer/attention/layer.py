@@ -77,11 +77,20 @@ class SyntheticAttention(nn.Module):
             :func:`~synthformer.attention.base.init_bound`.
         fast: use the fast paths when weights are not requested.
 
-    Forward: ``out, weights = attn(x, memory=None, key_padding_mask=None, attn_mask=None,
-    need_weights=False, cache=None)`` with x (B, Lq, d); memory (B, Lk, d) makes it cross-attention;
-    key_padding_mask bool (B, Lk), True = padding; attn_mask (Lq, Lk) or (B or 1, H or 1, Lq, Lk),
-    bool (True = masked) or float (added). Returns out (B, Lq, d) and weights (B, H, Lq, Lk) or None.
-    With a cache, x holds only the new tokens and key_padding_mask covers all keys so far.
+    Forward: ``out, weights = attn(x, memory=None, value=None, key_padding_mask=None, need_weights=False,
+    attn_mask=None, average_attn_weights=False, is_causal=False, *, cache=None)`` with x (B, Lq, d);
+    memory (B, Lk, d) makes it cross-attention; key_padding_mask (B, Lk), bool (True = padding) or float
+    (added to the logits, ``-inf`` = padding); attn_mask (Lq, Lk), (B * H, Lq, Lk) or (B or 1, H or 1, Lq, Lk),
+    bool (True = masked) or float (added); is_causal: hide later keys in this call (self-attention).
+    Returns out (B, Lq, d) and, with need_weights, the weights (B, H, Lq, Lk), or (B, Lq, Lk) averaged over
+    the heads with ``average_attn_weights=True``; else None. With a cache, x holds only the new tokens and
+    key_padding_mask covers all keys so far.
+
+    The positional order is ``nn.MultiheadAttention``'s (batch_first=True): ``attn(x, x, x)`` is
+    self-attention (the key *is* the query), ``attn(x, memory, memory)`` cross-attention. Values are
+    always projected from the keys, so a value other than the key tensor is refused. Two defaults differ
+    from MultiheadAttention and are kept for existing callers: ``need_weights=False`` (the fast paths) and
+    ``average_attn_weights=False`` (per-head weights); pass both to get MultiheadAttention's output.
     """
 
     def __init__(self, embed_dim: int, num_heads: int, max_seq_len: int,
@@ -140,6 +149,19 @@ class SyntheticAttention(nn.Module):
         return AttentionCache(values=w.new_zeros(shape), keys=keys)
 
     # ------------------------------------------------------------------ checks
+    def _memory(self, x: Tensor, key: Tensor | None, value: Tensor | None, is_causal: bool) -> Tensor | None:
+        """The memory of a call given as nn.MultiheadAttention's (query, key, value); None for self-attention."""
+        if value is not None and value is not key:
+            raise InputError("value must be the key tensor itself (SyntheticAttention projects the values from "
+                             "the keys): call attn(x, x, x) or attn(x) for self-attention, attn(x, memory, memory) "
+                             "or attn(x, memory) for cross-attention")
+        if key is None or key is x:
+            return None
+        if self.causal or is_causal:
+            raise InputError("causal attention is self-attention: pass the query itself as key, attn(x, x, x) or "
+                             "attn(x); for cross-attention use a layer built with causal=False and is_causal=False")
+        return key
+
     def _check(self, x: Tensor, memory: Tensor | None, key_padding_mask: Tensor | None, offset: int) -> int:
         if x.dim() != 3 or x.shape[-1] != self.embed_dim:
             raise InputError(f"x must have shape (batch, length, embed_dim={self.embed_dim}), got {tuple(x.shape)}")
@@ -157,24 +179,33 @@ class SyntheticAttention(nn.Module):
         if lk > self.max_seq_len:
             raise InputError(f"key length {lk} exceeds max_seq_len={self.max_seq_len}")
         if key_padding_mask is not None:
-            if key_padding_mask.dtype != torch.bool:
-                raise InputError(f"key_padding_mask must be a bool tensor (True = padding), got {key_padding_mask.dtype}")
+            if key_padding_mask.dtype != torch.bool and not key_padding_mask.is_floating_point():
+                raise InputError(f"key_padding_mask must be bool (True = padding) or float (added to the logits, "
+                                 f"-inf = padding), got {key_padding_mask.dtype}")
             if tuple(key_padding_mask.shape) != (x.shape[0], lk):
                 raise InputError(f"key_padding_mask must have shape (batch, key length) = {(x.shape[0], lk)}, "
                                  f"got {tuple(key_padding_mask.shape)}")
         return lk
 
     # ------------------------------------------------------------------ forward
-    def forward(self, x: Tensor, memory: Tensor | None = None, key_padding_mask: Tensor | None = None,
-                attn_mask: Tensor | None = None, need_weights: bool = False,
+    def forward(self, x: Tensor, memory: Tensor | None = None, value: Tensor | None = None,
+                key_padding_mask: Tensor | None = None, need_weights: bool = False, attn_mask: Tensor | None = None,
+                average_attn_weights: bool = False, is_causal: bool = False, *,
                 cache: AttentionCache | None = None) -> tuple[Tensor, Tensor | None]:
+        memory = self._memory(x, memory, value, is_causal)
+        causal = self.causal or is_causal
         offset = cache.pos if cache is not None else 0
         if cache is not None and memory is None and not self.causal:
             raise InputError("a cache needs causal=True self-attention (or memory for cross-attention)")
         lk = self._check(x, memory, key_padding_mask, offset)
         b, lq, _ = x.shape
         if b == 0 or lq == 0 or lk == 0:  # empty batch or sequence: empty output, as nn.MultiheadAttention
-            return self._empty(x, lk, need_weights)
+            out, weights = self._empty(x, lk, need_weights)
+            return out, weights if weights is None or not average_attn_weights else weights.mean(1)
+        pad_bias = None
+        if key_padding_mask is not None and key_padding_mask.dtype != torch.bool:  # float, added: -inf is padding
+            pad_bias = key_padding_mask.masked_fill(torch.isneginf(key_padding_mask), 0.0)  # (B, Lk)
+            key_padding_mask = torch.isneginf(key_padding_mask)
         v, keys = self._values_and_keys(x, memory, cache, offset)  # v: (B, H, Lk, d_h)
 
         alpha = self.mixture_weights()  # (H, M)
@@ -183,14 +214,14 @@ class SyntheticAttention(nn.Module):
             t = m.logits(x, keys.get(i), offset, lk)
             terms.append(t if self.mix_logits is None else t.scaled(alpha[:, i]))
 
-        static, bias = self._masks(lq, lk, offset, memory is None, attn_mask, x)
+        static, bias = self._masks(lq, lk, offset, causal and memory is None, attn_mask, pad_bias, x)
         allowed = static
         if key_padding_mask is not None:
             kp = ~key_padding_mask[:, None, None, :]  # (B, 1, 1, Lk)
             allowed = kp if allowed is None else allowed & kp
         route = self._route(terms, v, lq, key_padding_mask, attn_mask, static, bias, need_weights or not self.fast)
         path = paths.choose_path(route)
-        causal_self = self.causal and memory is None
+        causal_self = causal and memory is None
         inputs = PathInputs(
             terms=terms, v=v, static=static, allowed=allowed, bias=bias, key_padding_mask=key_padding_mask,
             user_mask=attn_mask is not None, causal_shift=offset if causal_self else None,
@@ -203,6 +234,7 @@ class SyntheticAttention(nn.Module):
         out = out.transpose(1, 2).reshape(b, lq, self.embed_dim)  # (B, Lq, d)
         if weights is not None:
             weights = weights.expand(b, -1, -1, -1)  # (B, H, Lq, Lk)
+            weights = weights.mean(1) if average_attn_weights else weights  # (B, Lq, Lk) as nn.MultiheadAttention
         return self.out_proj(out), weights
 
     def _empty(self, x: Tensor, lk: int, need_weights: bool) -> tuple[Tensor, Tensor | None]:
@@ -222,7 +254,7 @@ class SyntheticAttention(nn.Module):
                                           for t in fulls) or (bias is not None and bias.requires_grad)),
             training=self.training, grad=grad, dropout=self.dropout,
             key_padding=key_padding_mask is not None,
-            attn_mask=None if attn_mask is None else "bool" if attn_mask.dtype == torch.bool else "float",
+            attn_mask="float" if bias is not None else None if attn_mask is None else "bool",
             masks_batch_free=all(m is None or m.dim() == 2 or m.shape[0] == 1 for m in (static, bias)),
             device=v.device.type, logits_per_example=self.num_heads * lq * v.shape[2],
             exporting=paths.is_exporting(), literal=literal)
@@ -250,18 +282,25 @@ class SyntheticAttention(nn.Module):
         cache.pos = end
         return cache.values[:, :, :end], {i: k[:, :, :end] for i, k in cache.keys.items()}
 
-    def _masks(self, lq, lk, offset, is_self, attn_mask, x):
-        """Causal and user masks as ``allowed`` (bool, True = attend) and a float ``bias`` to add."""
+    def _masks(self, lq, lk, offset, causal_self, attn_mask, pad_bias, x):
+        """Causal and user masks as ``allowed`` (bool, True = attend) and a float ``bias`` to add (the float
+        attn_mask plus a float key padding mask's finite part ``pad_bias`` (B, Lk))."""
         allowed = None
-        if self.causal and is_self:
+        if causal_self:
             allowed = torch.ones(lq, lk, dtype=torch.bool, device=x.device).tril(diagonal=offset)  # (Lq, Lk)
         bias = None
         if attn_mask is not None:
+            b, h = x.shape[0], self.num_heads
+            if attn_mask.dim() == 3 and tuple(attn_mask.shape) == (b * h, lq, lk):  # nn.MultiheadAttention's 3-D
+                attn_mask = attn_mask.view(b, h, lq, lk)
             if attn_mask.dim() not in (2, 4) or tuple(attn_mask.shape[-2:]) != (lq, lk):
-                raise InputError(f"attn_mask must have shape (Lq, Lk) = {(lq, lk)} or (B, H, Lq, Lk), "
-                                 f"got {tuple(attn_mask.shape)}")
+                raise InputError(f"attn_mask must have shape (Lq, Lk) = {(lq, lk)}, (B * H, Lq, Lk) or "
+                                 f"(B, H, Lq, Lk), got {tuple(attn_mask.shape)}")
             if attn_mask.dtype == torch.bool:
                 allowed = ~attn_mask if allowed is None else allowed & ~attn_mask
             else:
                 bias = attn_mask.to(x.dtype)
+        if pad_bias is not None:
+            pb = pad_bias.to(x.dtype)[:, None, None, :].expand(-1, 1, lq, -1)  # (B, 1, Lq, Lk)
+            bias = pb if bias is None else bias + pb
         return allowed, bias

@@ -29,6 +29,11 @@ path               when (first match in :func:`choose_path`) and how
                    the bias gradient without (B, H, Lq, Lk) tensors (the fused CPU kernel cannot give it)
 =================  ===========================================================================================
 
+Below the paths, two more choices are named the same way: :func:`choose_shared_product` (how
+``shared_softmax`` multiplies its softmax into the batch: :class:`SharedProduct`, from :data:`SHARED_PRODUCTS`)
+and :func:`~synthformer.attention.blocked.choose_kernel` (which kernel ``blocked`` and ``shared_blocked`` run:
+:class:`~synthformer.attention.blocked.Kernel`, from ``blocked.KERNELS``); tests/test_routes.py asserts both.
+
 Attention dropout in training takes ``shared_softmax`` (one dropout mask per head for the whole batch),
 else ``fused`` with a dot product, else ``literal`` (FD alone). Queries with no visible key output zeros.
 """
@@ -179,17 +184,44 @@ def literal(a: PathInputs) -> PathResult:
     return w @ a.v, w  # (B, H, Lq, d_h)
 
 
+class SharedProduct(str, Enum):
+    """How ``shared_softmax`` multiplies its one (H, Lq, Lk) softmax into the batch's values."""
+
+    PER_EXAMPLE = "per_example"  # no key padding, at most FEW_QUERIES query rows (decoding): w @ v per example
+    FOLDED = "folded"  # no key padding: the batch folded into the columns of one GEMM per head
+    NORMALISED = "normalised"  # key padding: w @ [m v | m], divided by the masked normaliser per example;
+    # when a row's visible keys hold (almost) no weight, the call goes on as the route's fallback path instead
+
+
+def choose_shared_product(q_rows: int, key_padding: bool) -> SharedProduct:
+    """The product ``shared_softmax`` runs (pure)."""
+    if key_padding:
+        return SharedProduct.NORMALISED
+    return SharedProduct.PER_EXAMPLE if q_rows <= FEW_QUERIES else SharedProduct.FOLDED
+
+
 def shared_softmax(a: PathInputs) -> PathResult:
-    """One softmax per head for the whole batch, the batch folded into one GEMM per head."""
-    b, h, lk, dh = a.v.shape
+    """One softmax per head for the whole batch, multiplied in as :func:`choose_shared_product` names."""
     w = _shared_weights(a)  # (H, Lq, Lk)
     wd = F.dropout(w, a.dropout, True) if a.dropout > 0 else w
-    if a.key_padding_mask is None and w.shape[1] <= FEW_QUERIES:  # decoding: no copy of the cached values
-        return wd.unsqueeze(0) @ a.v, None  # (B, H, Lq, d_h)
+    return SHARED_PRODUCTS[choose_shared_product(w.shape[1], a.key_padding_mask is not None)](a, w, wd)
+
+
+def _per_example(a: PathInputs, w: Tensor, wd: Tensor) -> PathResult:
+    """Decoding: no copy of the cached values for what is a matrix-vector product per example."""
+    return wd.unsqueeze(0) @ a.v, None  # (B, H, Lq, d_h)
+
+
+def _folded(a: PathInputs, w: Tensor, wd: Tensor) -> PathResult:
+    b, h, lk, dh = a.v.shape
+    vf = a.v.permute(1, 2, 0, 3).reshape(h, lk, b * dh)  # (H, Lk, B * d_h)
+    return (wd @ vf).view(h, -1, b, dh).permute(2, 0, 1, 3), None  # (B, H, Lq, d_h)
+
+
+def _normalised(a: PathInputs, w: Tensor, wd: Tensor) -> PathResult:
+    """Softmax over the real keys = (w @ (m * v)) / (w @ m), m = 1 for real keys, 0 for padding."""
+    b, h, lk, dh = a.v.shape
     vf = a.v.permute(1, 2, 0, 3)  # (H, Lk, B, d_h)
-    if a.key_padding_mask is None:
-        return (wd @ vf.reshape(h, lk, b * dh)).view(h, -1, b, dh).permute(2, 0, 1, 3), None  # (B, H, Lq, d_h)
-    # softmax over the real keys = (w @ (m * v)) / (w @ m), m = 1 for real keys, 0 for padding
     m = (~a.key_padding_mask).to(a.v.dtype).t()[None, :, :, None].expand(h, -1, -1, 1)  # (H, Lk, B, 1)
     if a.dropout > 0:  # dropout after normalising, as the literal path: the normaliser from undropped weights
         num = (wd @ (vf * m).reshape(h, lk, -1)).view(h, -1, b, dh)  # (H, Lq, B, d_h)
@@ -200,6 +232,13 @@ def shared_softmax(a: PathInputs) -> PathResult:
     if bool((den < 1e-6).any()):  # a row's visible keys hold (almost) no weight: exact per-example path
         return PATHS[a.fallback](a)
     return (num / den).permute(2, 0, 1, 3), None  # (B, H, Lq, d_h)
+
+
+SHARED_PRODUCTS: dict[SharedProduct, Callable[[PathInputs, Tensor, Tensor], PathResult]] = {
+    SharedProduct.PER_EXAMPLE: _per_example,
+    SharedProduct.FOLDED: _folded,
+    SharedProduct.NORMALISED: _normalised,
+}
 
 
 def shared_blocked(a: PathInputs) -> PathResult:

@@ -1,7 +1,8 @@
 """Registry of synthesizing functions and parsing of attention specs such as ``"R+V"``.
 
-Adding a variant: write one file with a :class:`~synthformer.attention.base.Synthesizer` subclass and
-add one line to ``SYNTHESIZERS`` (plus its short name in ``SHORT_NAMES``).
+Adding a variant: write one file with a :class:`~synthformer.attention.base.Synthesizer` subclass (its
+``position_tables`` name the tables the optimizer groups apart) and add one line to ``SYNTHESIZERS``;
+a short name in ``SHORT_NAMES`` is optional (without one the full name is shown).
 """
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ def parse_synthesizers(spec: str | list[str] | tuple[str, ...]) -> tuple[str, ..
 
 
 def short_spec(names: tuple[str, ...]) -> str:
-    """``("random", "vanilla")`` -> ``"R+V"`` (the paper's notation)."""
+    """``("random", "vanilla")`` -> ``"R+V"`` (the paper's notation; a name without a short name as it is)."""
     inverse = {full: short for short, full in SHORT_NAMES.items()}
-    return "+".join(inverse[n].upper() if len(inverse[n]) < 3 else inverse[n].capitalize() for n in names)
+    return "+".join(n if n not in inverse else inverse[n].upper() if len(inverse[n]) < 3 else inverse[n].capitalize()
+                    for n in names)

@@ -19,8 +19,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._common import check_input, check_sizes
+from ..attention.base import positions
 from ..errors import InputError
+from ._common import check_input, check_sizes
 
 
 class Linformer(nn.Module):
@@ -77,8 +78,8 @@ class Linformer(nn.Module):
         if key_padding_mask is not None:
             pad = key_padding_mask.unsqueeze(-1)  # (B, L, 1)
             k, v = k.masked_fill(pad, 0.0), v.masked_fill(pad, 0.0)
-        e = self.E[:, :length]  # (k, L)
-        f = e if self.F is None else self.F[:, :length]  # (k, L)
+        e = positions(self.E, 1, 0, length)  # (k, L); a cut torch.export keeps dynamic
+        f = e if self.F is None else positions(self.F, 1, 0, length)  # (k, L)
         k = torch.matmul(e, k)  # (B, k, d)
         v = torch.matmul(f, v)  # (B, k, d)
         q = q.view(b, length, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, L, d_h)

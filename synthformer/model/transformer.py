@@ -13,6 +13,8 @@ from .layers import Block
 class Embedding(nn.Module):
     """Token embedding plus a learned absolute position table of max_seq_len rows."""
 
+    position_tables = ("pos.weight",)  # the optimizer's "positions" group (synthformer/optim.py)
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.max_seq_len = cfg.max_seq_len
