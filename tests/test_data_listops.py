@@ -30,7 +30,7 @@ def test_word_tokenizer_one_id_per_listops_symbol(tmp_path):
     back = load_tokenizer(tmp_path)
     assert isinstance(back, WordTokenizer) and back.words == tok.words
     assert all(back.encode(t) == tok.encode(t) for t, _ in s.train[:20])
-    assert json.loads((tmp_path / "tokenizer.json").read_text())["kind"] == "word"
+    assert json.loads((tmp_path / "tokenizer_meta.json").read_text())["kind"] == "word"
 
 
 def test_word_tokenizer_rejects_bad_words():
