@@ -94,9 +94,8 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     to results.json.
     """
     from .checkpoint import RunError
-    from .model import ModelConfig
-    from .runs import load_run_tokenizer
-    from .train import TrainConfig, prepare_data, resolve_seq_len, train
+    from .plan import prepare
+    from .train import TrainConfig, train
 
     names = [variant_name(v) for v in variants]  # unknown names fail here, before any work
     if len(set(names)) != len(names):
@@ -112,8 +111,6 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     if (out / "results.json").exists():
         raise RunError(f"{out} already holds a finished comparison (results.json); choose another --out")
     t0 = time.time()
-    seq_len = resolve_seq_len(base, model_overrides)
-    pooling = model_overrides.get("pooling", ModelConfig.preset(base.preset).pooling)
     data = None
     rows = []
     total = len(names) * seeds
@@ -129,12 +126,9 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
                 log(f"{tag}: finished earlier, reusing {run}")
             else:
                 resume = (run / "config.json").exists()
-                if data is None:
-                    data = prepare_data(base, seq_len, log=log, pooling=pooling)  # one tokenizer and encoding for all
-                if resume:  # the stored run's own tokenizer
-                    run_data = prepare_data(base, seq_len, load_run_tokenizer(run), log=log, pooling=pooling)
-                else:
-                    run_data = data
+                if data is None and not resume:
+                    data = prepare(base, model_overrides, log=log)  # one tokenizer and encoding for all
+                run_data = None if resume else data  # resuming: train reads the run's own tokenizer and data
                 result = train(dataclasses.replace(cfg, resume=resume), {**model_overrides, "attention": name},
                                data=run_data, label=tag, log=log)
             per_seed.append({"seed": seed, "params": result["params"], "metrics": _plain(result["valid"]),

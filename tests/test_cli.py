@@ -70,12 +70,13 @@ def test_overrides_route_to_train_and_model_configs(tmp_path):
 
 @pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_config_files_hold_valid_overrides(path):
-    from synthformer.overrides import make_model_config, make_train_config
+    from synthformer.overrides import make_train_config
+    from synthformer.plan import check_model_overrides
 
     train, model = parse_overrides([], str(path))
     assert train or model, f"{path} is empty"
     cfg = make_train_config(train)
-    make_model_config(cfg.preset, model)
+    check_model_overrides(cfg, model)
 
 
 # ----------------------------------------------------------------------------- one-line errors

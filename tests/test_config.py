@@ -1,11 +1,13 @@
 """ModelConfig validates every field itself: one-line ConfigError naming the field, the value and the fix."""
+import json
+
 import pytest
 
 from conftest import run_in_process
 from synthformer import ModelConfig, build_model
 from synthformer.cli import main
 from synthformer.errors import ConfigError
-from synthformer.model.config import estimate_parameter_bytes, physical_memory_bytes, slots
+from synthformer.model.config import check_memory, estimate_parameter_bytes, physical_memory_bytes, slots
 
 
 def tiny(**kw):
@@ -45,7 +47,7 @@ def tiny(**kw):
     (dict(attention=["R", "Zz"]), r"attention\[1\]='Zz': unknown synthesizer"),
     (dict(attention=["R"]), "1 entries for 2 layers"),
     (dict(attention="R+lightconv"), "cannot be mixed"),
-    (dict(attention=7), "attention=7 is not a token-mixer spec"),
+    (dict(attention=7), "attention=7 must be a string or a list"),
     (dict(kind="lm", attention="linformer"), "attention='linformer': linformer cannot be used in a decoder"),
     (dict(kind="seq2seq", decoder_attention="linformer"), "decoder_attention='linformer': linformer cannot"),
     (dict(kind="seq2seq", attention="linformer"), "decoder_attention=None, so attention='linformer'"),
@@ -91,11 +93,24 @@ def test_memory_estimate_equals_the_built_model(kind, attention):
 
 def test_a_model_larger_than_memory_is_refused_before_allocation():
     assert physical_memory_bytes() < 2**40  # the test machine has less than 1 TiB
+    huge = tiny(max_seq_len=100_000_000, embed_dim=4096)  # a config alone is fine (a stored one loads anywhere)
     with pytest.raises(ConfigError, match=r"too large for this machine: its parameters alone need about [\d,.]+ GiB "
                                           r"\(estimated from .*max_seq_len=100000000"):
-        tiny(max_seq_len=100_000_000, embed_dim=4096)  # the position table alone: 1.6 TB
+        check_memory(huge)  # the position table alone: 1.6 TB
     with pytest.raises(ConfigError, match="too large"):  # R's N x N table per head: 4 * 2 * 1e12 bytes
-        tiny(max_seq_len=1_000_000, attention="R")
+        check_memory(tiny(max_seq_len=1_000_000, attention="R"))
+    check_memory(tiny())
+
+
+def test_a_stored_config_too_large_for_this_machine_still_loads(tmp_path):
+    """Reading a config (eval, generate, plots of a run trained on a bigger machine) never checks memory."""
+    from synthformer.model.io import read_config
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    big = tiny(max_seq_len=100_000_000, embed_dim=4096).to_dict()
+    (folder / "config.json").write_text(json.dumps({"format_version": 1, "config": big}))
+    assert read_config(folder).max_seq_len == 100_000_000
 
 
 def test_slots_name_each_mixing_position():

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import ConfigError
+from ..typed import check_fields
 
 
 @dataclass
@@ -58,6 +59,10 @@ class SynthesizerOptions:
     bias: bool = True  # biases on the Q/K projections of the dot product (as nn.MultiheadAttention)
     random_init: str = "xavier"  # "xavier": per-head Xavier-uniform; "glorot3d": the official Mesh TF fans (see init_bound)
 
+    def __post_init__(self):
+        """The one check of every option (a model config builds its options once, so it checks them here)."""
+        check_fields(self, OPTION_RULES)
+
 
 class Synthesizer(nn.Module):
     """Base class: one synthesizing function for all heads of one layer.
@@ -92,6 +97,14 @@ class Synthesizer(nn.Module):
 
 
 RANDOM_INITS = ("xavier", "glorot3d")
+# Range of every option whose type alone does not say it (the type is the field's annotation).
+OPTION_RULES = {
+    "factorized_k": (lambda v: v >= 1, "a positive integer (paper: 8; 32 for encoding tasks)"),
+    "dense_factors": (lambda v: all(x >= 1 for x in v), "a pair of positive integers (a, b) with a*b = max_seq_len, "
+                                                        "or None for the pair nearest sqrt(max_seq_len)"),
+    "random_init_scale": (lambda v: v > 0, "> 0 (1.0 = per-head Xavier-uniform)"),
+    "random_init": (lambda v: v in RANDOM_INITS, f"one of {', '.join(RANDOM_INITS)}"),
+}
 
 
 def init_bound(kind: str, rows: int, cols: int, heads: int, scale: float = 1.0) -> float:

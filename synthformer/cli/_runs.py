@@ -1,23 +1,8 @@
-"""What eval and generate share: reading a run folder, plain metrics, the device."""
+"""What the sub-commands share: plain metrics, the device. (A trained run is opened by
+synthformer.plan.open_trained.)"""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from ..overrides import UsageError
-from ..runs import load_run_tokenizer, read_run_config, run_model_folder
-
-
-def load_run(run: str):
-    """(stored config dict, model folder, tokenizer) of a run folder; the final model, else the latest
-    checkpoint (with a note). Missing or damaged files are one-line errors naming the file."""
-    folder = Path(run)
-    stored = read_run_config(folder)
-    tokenizer = load_run_tokenizer(folder)
-    model_dir, finished = run_model_folder(folder)
-    if not finished:
-        print(f"note: {folder} is not finished; using checkpoint {model_dir.name}", file=sys.stderr)
-    return stored, model_dir, tokenizer
 
 
 def plain(metrics: dict | None) -> dict:

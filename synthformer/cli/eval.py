@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 import sys
 
-from ..overrides import UsageError, make_train_config, parse_overrides
-from ._runs import device_of, load_run, plain
+from ..overrides import UsageError, parse_overrides
+from ._runs import plain
 
 NAME = "eval"
 HELP = "evaluate a run's model on its data (valid or test split)"
@@ -22,23 +22,20 @@ def add_parser(sub):
 def run(args, rest: list[str]) -> int:
     import torch
 
-    from ..model import load
-    from ..train import evaluate, prepare_data
+    from ..evaluation import evaluate
+    from ..plan import open_trained
 
-    stored, model_dir, tokenizer = load_run(args.run)
     train_over, model_over = parse_overrides(rest)
     if model_over:
         raise UsageError(f"eval takes train options only, got model options {sorted(model_over)}")
     if args.max_batches < 0:
         raise UsageError(f"--max-batches={args.max_batches} must be >= 0 (0 = the whole split)")
-    cfg = make_train_config({**stored["train"], **train_over, "resume": False})
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    model = load(model_dir, device=device_of(cfg.device))
-    data = prepare_data(cfg, cfg.seq_len or model.config.max_seq_len, tokenizer,
-                        log=lambda m: print(m, file=sys.stderr), pooling=model.config.pooling)
-    if args.split not in data.encoded:
+    run = open_trained(args.run, device=None, train_overrides=train_over, with_data=True,
+                       log=lambda m: print(m, file=sys.stderr))
+    if run.train.threads:
+        torch.set_num_threads(run.train.threads)
+    if args.split not in run.data.encoded:
         raise UsageError(f"the data has no {args.split!r} split")
-    metrics = evaluate(data.task, model, data, cfg, split=args.split, max_batches=args.max_batches)
+    metrics = evaluate(run.data.task, run.model, run.data, run.train, split=args.split, max_batches=args.max_batches)
     print(json.dumps({"run": args.run, "split": args.split, **plain(metrics)}))
     return 0

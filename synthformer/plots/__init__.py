@@ -113,10 +113,10 @@ def _attention(args) -> int:
 
     from .attention import attention_maps, plot_attention, run_input, run_labels
     from .style import check_out
-    from .weights import open_run
+    from .weights import load_run
 
     out = check_out(args.out) if args.out else None
-    runs = [open_run(r, device=args.device) for r in args.run]
+    runs = [load_run(r, device=args.device) for r in args.run]
     maps = {label: attention_maps(run, run_input(run, args.text, args.example + 1), args.layers, args.example,
                                   args.length, args.cross)
             for run, label in zip(runs, run_labels(runs))}
@@ -134,12 +134,12 @@ def _histograms(args) -> int:
 
     from .attention import plot_histograms, run_input, run_labels, weight_histograms
     from .style import check_out
-    from .weights import open_run
+    from .weights import load_run
 
     out = check_out(args.out) if args.out else None
     if args.examples < 1:
         raise SynthformerError(f"--examples {args.examples} must be >= 1")
-    runs = [open_run(r, device=args.device) for r in args.run]
+    runs = [load_run(r, device=args.device) for r in args.run]
     hists = []
     for run, label in zip(runs, run_labels(runs)):
         inp = run_input(run, args.text, args.examples)
