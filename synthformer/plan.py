@@ -21,7 +21,7 @@ from .checkpoint import RunError
 from .errors import ConfigError
 from .model import PRESETS, ModelConfig, load
 from .model.config import check_memory, slots
-from .runs import load_run_tokenizer, read_run_config, run_model_folder
+from .runs import RUN_CONFIG, load_run_tokenizer, read_run_config, run_model_folder
 from .task_data import TaskData, prepare_data
 from .tasks import TASKS
 from .train_config import TrainConfig
@@ -70,12 +70,14 @@ def model_config(cfg: TrainConfig, overrides: dict, data: TaskData) -> ModelConf
 
 
 # ----------------------------------------------------------------------------- a stored run
-def stored_model_config(stored: dict, where: Path) -> ModelConfig:
-    """The ModelConfig of a run's config.json (``stored``); RunError naming the file when it is invalid."""
+def stored_model_config(stored: dict, folder: Path) -> ModelConfig:
+    """The ModelConfig of the config.json (``stored``) of the run in `folder`; RunError naming the file
+    when it is invalid."""
     try:
         return ModelConfig.from_dict(stored["model"])
     except (TypeError, ValueError) as e:
-        raise RunError(f"{where}: the stored model config is invalid ({e}); start a new run") from None
+        raise RunError(f"{Path(folder) / RUN_CONFIG}: the stored model config is invalid ({e}); start a new run") \
+            from None
 
 
 def run_data(cfg: TrainConfig, model_cfg: ModelConfig, tokenizer, log=print) -> TaskData:

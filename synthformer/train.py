@@ -42,8 +42,9 @@ from .distributed import Dist, barrier, gather, setup_distributed
 from .evaluation import evaluate
 from .finetune import from_pretrained, init_encoder, pretrained_encoder
 from .integrity import atomic_write_json
-from .model import ModelConfig, build_model, count_parameters, load
+from .model import ModelConfig, build_model, count_parameters
 from .model.config import check_memory
+from .model.io import load_weights
 from .optim import build_optimizer, set_lr
 from .plan import model_config, prepare, run_data, stored_model_config
 from .runs import DONE, MetricsLogger, check_folder, load_run_tokenizer, open_run, read_run_config, write_start
@@ -144,7 +145,7 @@ def _restore(parts: Parts, out: Path, d: Dist, device: torch.device, say) -> tup
     ckpt = latest_checkpoint(out)
     if ckpt is None:
         return 0, _new_counters()
-    parts.model.load_state_dict(load(ckpt).state_dict())  # load() checks every file against the manifest
+    load_weights(parts.model, ckpt, device=str(device))  # checks every file against the manifest
     state = load_state(ckpt, d.world_size)
     parts.optimizer.load_state_dict(state["optimizer"])
     mine = state["ranks"][d.rank]

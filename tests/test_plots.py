@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import run_in_process
+from conftest import run_cli
 from synthformer.attention import SyntheticAttention
 from synthformer.errors import InputError
 from synthformer.model import ModelConfig, build_model
-from synthformer.plots import find_runs, main
+from synthformer.plots import find_runs
 from synthformer.plots.attention import attention_maps, weight_histograms
 from synthformer.plots.bench import bench_figure, label_rows
 from synthformer.plots.curves import curves_figure
@@ -28,7 +28,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def plot(*args) -> tuple[int, str, str]:
-    return run_in_process(main, *args)
+    return run_cli("plot", *args)
 
 
 # ----------------------------------------------------------------------------- tiny trained runs

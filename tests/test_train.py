@@ -20,7 +20,7 @@ from safetensors.torch import load_file
 from synthformer.data import load_tokenizer
 from conftest import run_in_process
 from synthformer.errors import ConfigError
-from synthformer.train import TrainConfig, lr_at
+from synthformer.train import TrainConfig, lr_at, train
 
 WORDS = "the cat sat on a mat and dog ran to house with red blue green big small old new".split()
 SMALL = ["--steps", "2", "--batch_size", "4", "--seq_len", "24", "--vocab_size", "300", "--log_every", "1",
@@ -316,3 +316,24 @@ def test_data_options_reach_the_source_and_unknown_ones_are_one_line_errors(tmp_
                         "--out", tmp_path / "bad", *SMALL)
     assert code == 2 and "bogus" in err and "chitchat" in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "bad").exists()  # the source itself refused it, before any file was written
+
+
+def test_one_model_config_per_train_call_and_a_resume_builds_no_second_model(data, tmp_path, monkeypatch):
+    """A train call resolves its ModelConfig once (new run and resume alike), and resuming fills the
+    one model it builds from the checkpoint instead of loading another."""
+    from synthformer.model import ModelConfig
+    from synthformer.model import transformer
+
+    built, models, post_init = [], [], ModelConfig.__post_init__
+    monkeypatch.setattr(ModelConfig, "__post_init__", lambda self: (built.append(1), post_init(self))[1])
+    init = transformer.SynthformerModel.__init__
+    monkeypatch.setattr(transformer.SynthformerModel, "__init__",
+                        lambda self, *a, **k: (models.append(1), init(self, *a, **k))[1])
+    run = tmp_path / "run"
+    cfg = TrainConfig(task="lm", data=str(data["lm"]), out=str(run), steps=3, stop_after=2, batch_size=4, seq_len=24,
+                      vocab_size=300, eval_every=0, eval_batches=1, threads=1, progress=False, warmup_steps=1)
+    train(cfg, {"attention": "R+V", "num_layers": 1}, log=lambda m: None)
+    assert len(built) == 1 and len(models) == 1
+    built.clear(), models.clear()
+    train(TrainConfig(**{**cfg.to_dict(), "stop_after": None, "resume": True}), log=lambda m: None)
+    assert len(built) == 1 and len(models) == 1

@@ -1,8 +1,18 @@
-"""What the sub-commands share: plain metrics, the device. (A trained run is opened by
-synthformer.plan.open_trained.)"""
+"""What the sub-commands share: plain metrics, the device, the placeholder of a command that parses
+its own options. (A trained run is opened by synthformer.plan.open_trained.)"""
 from __future__ import annotations
 
+import argparse
+
 from ..overrides import UsageError
+
+
+def add_passthrough_parser(sub, name: str, text: str) -> argparse.ArgumentParser:
+    """A placeholder in the top-level help for a command with ``PASSTHROUGH = True``: `synthformer NAME ...`
+    hands the rest of the command line to the module's ``run`` before argparse sees it."""
+    p = sub.add_parser(name, help=text, add_help=False)
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    return p
 
 
 def plain(metrics: dict | None) -> dict:

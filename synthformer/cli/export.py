@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from .delegate import add_delegated_parser
+from ._runs import add_passthrough_parser
 
 NAME = "export"
 HELP = "write a run's model in another format (hf: a Hugging Face folder for the Auto classes)"
@@ -15,7 +15,7 @@ PASSTHROUGH = True  # parsed here, on use: the format parsers import their packa
 
 
 def add_parser(sub):
-    return add_delegated_parser(sub, NAME, HELP)
+    return add_passthrough_parser(sub, NAME, HELP)
 
 
 def run(args, rest: list[str]) -> int:

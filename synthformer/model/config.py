@@ -86,8 +86,9 @@ class ModelConfig:
         self._mixers = validate(self)
 
     def mixer_spec(self, spec) -> MixerSpec:
-        """The resolved token mixer of a slot spec of this config (resolved once, on construction)."""
-        return self._mixers[repr(spec)]
+        """The resolved token mixer of a slot spec of this config (resolved once, on construction; a
+        spec the config does not hold is resolved now, and its slot checked where it is built)."""
+        return self._mixers.get(repr(spec)) or resolve_mixer(spec)
 
     def baseline_options(self) -> dict:
         """The options the baseline mixers take (each takes its own)."""
@@ -135,7 +136,6 @@ POSITIVE_INTS = ("vocab_size", "embed_dim", "num_heads", "num_layers", "ffn_dim"
 TOKEN_IDS = ("pad_id", "bos_id", "eos_id")
 OPTION_FIELDS = tuple(f.name for f in dataclasses.fields(SynthesizerOptions) if f.name not in NOT_IN_CONFIG)
 BASELINE_OPTIONS = ("kernel_size", "linformer_k")
-MIXER_OPTIONS = OPTION_FIELDS + BASELINE_OPTIONS
 
 # Range of every field whose type alone does not say it (the synthesizer options: SynthesizerOptions's rules).
 RULES: dict[str, tuple] = {
@@ -198,11 +198,6 @@ def slots(cfg: ModelConfig) -> list[tuple[str, object, bool, bool]]:
     return (layer_slots("attention", cfg.attention, cfg.num_layers, False)
             + layer_slots(dec_name, dec_spec, cfg.decoder_layers, True)
             + [("cross_attention", cfg.cross_attention, False, True)] * cfg.decoder_layers)
-
-
-def mixer_options(cfg: ModelConfig) -> dict:
-    """The model-level mixer options as keywords (each mixer takes the ones it knows)."""
-    return {name: getattr(cfg, name) for name in MIXER_OPTIONS}
 
 
 def _check_mixer_options(cfg: ModelConfig, mixers) -> None:
