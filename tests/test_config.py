@@ -130,3 +130,26 @@ def test_cli_refuses_bad_model_options_in_one_line_without_a_run_folder(tmp_path
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
     assert lines[0].startswith("synthformer: error: ") and option[0].lstrip("-") in lines[0] or "too large" in lines[0]
     assert not out.exists()
+
+
+def test_a_synthesizer_option_is_declared_once_and_reaches_config_help_and_layer():
+    """SynthesizerOptions declares the options; ModelConfig, the CLI (keys and help) and every synthetic
+    attention layer take them from there, the layers as the one object the config built."""
+    import dataclasses
+
+    from synthformer.attention import SyntheticAttention, SynthesizerOptions
+    from synthformer.overrides import MODEL_FIELDS, field_comments, field_help
+
+    declared = [f for f in dataclasses.fields(SynthesizerOptions) if f.name != "bias"]
+    model_fields = {f.name: f for f in dataclasses.fields(ModelConfig)}
+    help_text, comments = field_help(), field_comments(SynthesizerOptions)
+    for f in declared:
+        assert model_fields[f.name].default == f.default and f.name in MODEL_FIELDS
+        assert f"--{f.name}=" in help_text and comments[f.name] and comments[f.name] in help_text
+    cfg = tiny(kind="seq2seq", attention=["R", "FD"], decoder_attention="FR+V", factorized_k=4,
+               random_init="glorot3d", dense_factors=[8, 16])
+    assert cfg.synthesizer_options == SynthesizerOptions(4, (8, 16), 1.0, True, "glorot3d")
+    layers = [m for m in build_model(cfg).modules() if isinstance(m, SyntheticAttention)]
+    assert len(layers) == 6 and all(s.options is cfg.synthesizer_options for m in layers for s in m.members)
+    with pytest.raises(ConfigError, match="random_init='normal' must be one of xavier, glorot3d"):
+        SynthesizerOptions(random_init="normal")  # the one check, the layer's and the config's alike
