@@ -3,9 +3,11 @@
     from synthformer.train import TrainConfig, train
     result = train(TrainConfig(task="lm", data="chitchat", steps=500, out="runs/lm"), {"attention": "R+V"})
 
-`train` reads as its steps: open the run (lock, folder checks), build (data, model, optimizer,
-batches: all before the first file is written), restore (the latest checkpoint when resuming), then
-the loop of train step / log / evaluate / checkpoint, and finish (final model, done.json).
+`train` reads as its steps: open the run (lock, folder checks), build (data and the one ModelConfig as
+synthformer.plan resolves them, the model, the optimizer of synthformer.optim, batches: all before the
+first file is written; fine-tuning's pretrained encoder from synthformer.finetune), restore (the latest
+checkpoint when resuming), then the loop of train step / log / evaluate / checkpoint, and finish (final
+model, done.json). TrainConfig and the learning-rate schedule live in synthformer.train_config.
 
 What a run folder holds (rank 0 alone writes it, holding train.lock for the whole run):
     tokenizer.json       the tokenizer the run trained (reused on resume / eval / generate)
@@ -48,7 +50,7 @@ from .model.io import load_weights
 from .optim import build_optimizer, set_lr
 from .plan import model_config, prepare, run_data, stored_model_config
 from .runs import DONE, MetricsLogger, check_folder, load_run_tokenizer, open_run, read_run_config, write_start
-from .task_data import TaskData, prepare_data
+from .task_data import TaskData, prepare_data  # noqa: F401 (re-exported: the names callers import from here)
 from .tasks.base import to_device
 from .train_config import TrainConfig, lr_at
 

@@ -337,3 +337,17 @@ def test_one_model_config_per_train_call_and_a_resume_builds_no_second_model(dat
     built.clear(), models.clear()
     train(TrainConfig(**{**cfg.to_dict(), "stop_after": None, "resume": True}), log=lambda m: None)
     assert len(built) == 1 and len(models) == 1
+
+
+def test_the_sequence_length_rule_is_one_function(tmp_path):
+    """plan.seq_len: seq_len, else the model's max_seq_len (override, else preset), never longer."""
+    from synthformer.plan import model_field, seq_len
+
+    tiny = TrainConfig(preset="tiny")
+    assert model_field(tiny, {}, "max_seq_len") == 128 and model_field(tiny, {"max_seq_len": 32}, "max_seq_len") == 32
+    assert model_field(TrainConfig(preset="small"), {}, "max_seq_len") == 256 and model_field(tiny, {}, "pooling") == "mean"
+    assert seq_len(tiny, 128) == 128 and seq_len(TrainConfig(seq_len=64), 128) == 64
+    with pytest.raises(ConfigError, match="seq_len=256 is longer than the model's max_seq_len=128; lower seq_len"):
+        seq_len(TrainConfig(seq_len=256), 128)
+    code, _, err = main("train", "--seq_len", "200", "--max_seq_len", "100", "--out", tmp_path / "x", "--steps", "1")
+    assert code == 2 and "seq_len=200 is longer than the model's max_seq_len=100" in err and not (tmp_path / "x").exists()
