@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from synthformer import bench, plots
+from synthformer import bench
 from synthformer.cli import main as cli_main
 
 def bench_main(argv: list[str]) -> int:
@@ -70,14 +70,14 @@ def test_flop_counts_follow_the_structure():
 
 def test_plot_reads_jsonl_and_writes_png(run_file, tmp_path):
     png = tmp_path / "fig.png"
-    assert plots.main(["bench", str(run_file), "--out", str(png)]) == 0
+    assert cli_main(["plot", "bench", str(run_file), "--out", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_plot_rejects_bad_file(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"variant": "V"}\n')
-    assert plots.main(["bench", str(bad), "--out", str(tmp_path / "x.png")]) == 2
+    assert cli_main(["plot", "bench", str(bad), "--out", str(tmp_path / "x.png")]) == 2
     assert "lacks" in capsys.readouterr().err
 
 

@@ -13,9 +13,8 @@ DESCRIPTION = ("``synthformer bench``: time synthetic attention against vanilla 
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    from ..bench.cases import DEFAULT_MODEL_VARIANTS, DEFAULT_VARIANTS
-    from ..bench.report import DEFAULT_TARGETS
-
+    """The options (defaults that live in synthformer.bench are filled in by :func:`run`, so building the
+    parser imports nothing of the benchmarks: `synthformer --help` needs torch alone)."""
     p = sub.add_parser(NAME, help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scope", default="layer,model", help="layer, model or both (comma-separated)")
     p.add_argument("--modes", default="train,infer,decode", help="train, infer, decode (decode: model scope only)")
@@ -23,8 +22,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--model-lengths", default="256", help="model sequence lengths (tiny preset, max_seq_len = L)")
     p.add_argument("--tokens", type=int, default=8192, help="tokens per batch (batch = tokens // length)")
     p.add_argument("--model-tokens", type=int, default=4096, help="tokens per batch of the model scope")
-    p.add_argument("--variants", default=DEFAULT_VARIANTS, help="layer variants: specs or baseline names")
-    p.add_argument("--model-variants", default=DEFAULT_MODEL_VARIANTS, help="model variants")
+    p.add_argument("--variants", default=None,
+                   help="layer variants: specs or baseline names (default: bench.cases.DEFAULT_VARIANTS, "
+                        "the paper's synthesizers, R+V, D+V and the convolutions)")
+    p.add_argument("--model-variants", default=None, help="model variants (default: bench.cases.DEFAULT_MODEL_VARIANTS)")
     p.add_argument("--embed-dim", type=int, default=256)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--causal", action="store_true", help="causal layer (the model scope is always a causal LM)")
@@ -48,7 +49,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="append JSONL rows to this file")
     p.add_argument("--report", default=None, metavar="JSONL",
                    help="run nothing: print the targets table (markdown) from an earlier --out file")
-    p.add_argument("--targets", default=str(DEFAULT_TARGETS), metavar="YAML",
+    p.add_argument("--targets", default=None, metavar="YAML",
                    help="targets file of --report (default: the repository's benchmarks/targets.yaml)")
     return p
 
@@ -56,10 +57,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args, rest: list[str]) -> int:
     """Error policy: bad options and files are SynthformerErrors (one line, exit 2); a plain ValueError
     from parsing a value list (e.g. --lengths 1,x) is one too."""
+    from ..bench.cases import DEFAULT_MODEL_VARIANTS, DEFAULT_VARIANTS
+    from ..bench.report import DEFAULT_TARGETS
     from ..bench.runner import run_benchmarks
 
     if rest:
         raise UsageError(f"unexpected arguments {rest}; see `synthformer bench --help`")
+    defaults = {"variants": DEFAULT_VARIANTS, "model_variants": DEFAULT_MODEL_VARIANTS, "targets": str(DEFAULT_TARGETS)}
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
     try:
         return run_benchmarks(args)
     except SynthformerError:
