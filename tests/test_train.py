@@ -351,3 +351,14 @@ def test_the_sequence_length_rule_is_one_function(tmp_path):
         seq_len(TrainConfig(seq_len=256), 128)
     code, _, err = main("train", "--seq_len", "200", "--max_seq_len", "100", "--out", tmp_path / "x", "--steps", "1")
     assert code == 2 and "seq_len=200 is longer than the model's max_seq_len=100" in err and not (tmp_path / "x").exists()
+
+
+def test_encoder_only_mixers_pass_the_early_model_check_of_an_encoder_task(data, tmp_path):
+    """The CLI checks model options before reading data for the task's own model kind: linformer fills
+    a classifier's encoder (the old check built an lm and refused it as a decoder) but no lm decoder."""
+    ok("train", "--task", "classify", "--data", data["classify"], "--attention", "linformer", "--out",
+       tmp_path / "cls", *SMALL)
+    assert json.loads((tmp_path / "cls" / "config.json").read_text())["model"]["attention"] == "linformer"
+    code, _, err = main("train", "--task", "lm", "--data", data["lm"], "--attention", "linformer", "--out",
+                        tmp_path / "lm", *SMALL)
+    assert code == 2 and "cannot be used in a decoder" in err and not (tmp_path / "lm").exists()
