@@ -64,11 +64,11 @@ def main() -> None:
                                     "position_lr_mult": args.pos_mult, "table_weight_decay": args.table_wd})
     model_over = {}
     if args.init == "mesh":
-        from synthformer.model import ModelConfig
-        shape = ModelConfig.preset(base.preset)
-        model_over["random_init_scale"] = math.sqrt(2.0 / (shape.num_heads + shape.max_seq_len))
-    seq_len = train_mod.resolve_seq_len(base, model_over)
-    data = train_mod.prepare_data(base, seq_len, log=lambda m: None)
+        from synthformer.model import PRESETS
+        shape = PRESETS[base.preset]
+        model_over["random_init_scale"] = math.sqrt(2.0 / (shape["num_heads"] + shape["max_seq_len"]))
+    from synthformer.plan import prepare
+    data = prepare(base, model_over, log=lambda m: None)
     for mult in [float(m) for m in args.mults.split(",")]:
         for variant in args.variants.split(","):
             run = Path(args.root) / f"{args.init}-wd{args.table_wd}-m{mult:g}-p{args.pos_mult:g}-s{args.seed}-st{args.steps}" / variant

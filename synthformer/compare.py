@@ -257,13 +257,10 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
 
 
 def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen, tune, settings) -> dict:
-    from .model import ModelConfig
-    from .train import prepare_data, resolve_seq_len
+    from .plan import prepare
 
     t0 = time.time()
-    seq_len = resolve_seq_len(base, model_overrides)
-    pooling = model_overrides.get("pooling", ModelConfig.preset(base.preset).pooling)
-    data = prepare_data(base, seq_len, log=log, pooling=pooling)  # one tokenizer and encoding for all
+    data = prepare(base, model_overrides, log=log)  # one tokenizer and encoding for all
     if seeds is None:
         items = eval_items(data, base)
         seeds = default_seeds(items)
@@ -272,7 +269,7 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
     if not (out / SETTINGS).exists():
         record_settings(out, settings)  # the data loaded: from here on the folder holds this comparison
     log(f"{out}: {', '.join(names)} x {seeds} seed(s)" + (", each after the same learning-rate sweep" if tune else ""))
-    cell = _Cells(base, data, seq_len, pooling, log)
+    cell = _Cells(data, log)
     rows = []
     total = len(names) * seeds
     for i, name in enumerate(names):
@@ -304,14 +301,14 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
 class _Cells:
     """Train or reuse one run of a comparison (a variant's seed, or a tuning candidate)."""
 
-    def __init__(self, base, data, seq_len: int, pooling: str, log):
-        self.base, self.data, self.seq_len, self.pooling, self.log = base, data, seq_len, pooling, log
+    def __init__(self, data, log):
+        self.data, self.log = data, log
 
     def train(self, cfg, model_overrides: dict, tag: str) -> dict:
         """The result of run ``cfg.out``: read from its done.json when it finished (with these
         settings, else refused), otherwise trained (resumed from its checkpoint when it started)."""
-        from .runs import load_run_tokenizer, read_done
-        from .train import prepare_data, train
+        from .runs import read_done
+        from .train import train
 
         run = Path(cfg.out)
         if (run / "done.json").exists():
@@ -320,9 +317,7 @@ class _Cells:
             self.log(f"{tag}: finished earlier, reusing {run}")
             return result
         resume = (run / "config.json").exists()
-        data = self.data
-        if resume:  # the stored run's own tokenizer
-            data = prepare_data(self.base, self.seq_len, load_run_tokenizer(run), log=self.log, pooling=self.pooling)
+        data = None if resume else self.data  # resuming: train reads the run's own tokenizer and data
         return train(dataclasses.replace(cfg, resume=resume), model_overrides, data=data, label=tag, log=self.log)
 
 

@@ -3,7 +3,7 @@
     train, model = parse_overrides(["--steps=10", "--attention", "R+V"], config="configs/lm-tiny.yaml")
     # train == {"steps": 10, ...}; model == {"attention": "R+V", ...}: each value of its field's type
 
-Keys are the fields of ``TrainConfig`` (synthformer.train) and ``ModelConfig`` (synthformer.model);
+Keys are the fields of ``TrainConfig`` (synthformer.train_config) and ``ModelConfig`` (synthformer.model);
 ``train.key`` / ``model.key`` spell out which. A config file holds overrides only (flat keys, or
 ``train:`` and ``model:`` sections) and is read first; the command line wins. Values from the command
 line are parsed to the field's type; values from YAML are checked, not guessed (YAML strings are parsed
@@ -17,107 +17,35 @@ import difflib
 import io
 import inspect
 import tokenize
-import types
-import typing
 from pathlib import Path
 
 from ._optional import require
 from .errors import SynthformerError
 from .model import PRESETS, ModelConfig
-from .train import TrainConfig
+from .train_config import TrainConfig
+from .typed import Mismatch, convert, field_types, type_name, union_members
 
 # ModelConfig fields the task and the tokenizer decide; set them through task= / vocab_size=.
 DATA_FIXED = ("kind", "vocab_size", "pad_id", "bos_id", "eos_id", "num_classes", "extra")
-TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 
 class UsageError(SynthformerError):
     """Bad command-line or config-file input: printed as one line, exit status 2."""
 
 
-def _fields(cls) -> dict[str, object]:
-    hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
-
-
-TRAIN_FIELDS = _fields(TrainConfig)
-MODEL_FIELDS = {k: v for k, v in _fields(ModelConfig).items() if k not in DATA_FIXED}
-
-
-def type_name(tp) -> str:
-    """``int | None`` -> "int | None"; ``float`` -> "float"."""
-    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+TRAIN_FIELDS = dict(field_types(TrainConfig))
+MODEL_FIELDS = {k: v for k, v in field_types(ModelConfig).items() if k not in DATA_FIXED}
 
 
 # ----------------------------------------------------------------------------- one value
 def coerce(key: str, value, tp, from_text: bool):
-    """`value` as type `tp`: parse it when it came from the command line (`from_text`), else check it."""
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(tp)
-        if type(None) in options and (value is None or (from_text and str(value).lower() in ("none", "null"))):
-            return None
-        for option in (o for o in options if o is not type(None)):
-            try:
-                return coerce(key, value, option, from_text)
-            except UsageError:
-                continue
-        raise UsageError(f"{key} expects {' or '.join(type_name(o) for o in options)}, got {value!r}")
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        if from_text and str(value).lower() in TRUE + FALSE:
-            return str(value).lower() in TRUE
-    elif tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if from_text:
-            try:
-                return int(str(value).replace("_", ""))
-            except ValueError:
-                pass
-    elif tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if from_text:
-            try:
-                return float(value)
-            except ValueError:
-                pass
-    elif tp is str:
-        if isinstance(value, str) and not (from_text and value.startswith("[")):
-            return value
-    elif tp is list or origin is list or origin is tuple:
-        return _coerce_sequence(key, value, tp, from_text)
-    elif tp is dict or origin is dict:
-        if from_text and isinstance(value, str):  # "{max_words: 300}" or "max_words: 300"
-            yaml = require("yaml", "reading a mapping option")
-            try:
-                value = yaml.safe_load(value if value.strip().startswith("{") else f"{{{value}}}")
-            except yaml.YAMLError:
-                pass
-        if isinstance(value, dict):
-            return value
-    raise UsageError(f"{key} expects {type_name(tp)}, got {value!r}")
-
-
-def _coerce_sequence(key: str, value, tp, from_text: bool):
-    """A list, or a fixed-length tuple whose items are coerced one by one; "8,16" and "[8, 16]" are text forms."""
-    import yaml
-
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if from_text and isinstance(value, str):
-        try:
-            value = yaml.safe_load(value if value.startswith("[") else f"[{value}]")
-        except yaml.YAMLError:
-            pass
-    if isinstance(value, (list, tuple)):
-        if origin is tuple and args and args[-1] is not Ellipsis:
-            if len(args) != len(value):
-                raise UsageError(f"{key} expects {len(args)} values, got {len(value)}: {value!r}")
-            return tuple(coerce(key, v, a, False) for v, a in zip(value, args))
-        return list(value)
-    raise UsageError(f"{key} expects {type_name(tp)}, got {value!r}")
+    """`value` as type `tp`: parsed when it came from the command line (`from_text`), else checked
+    (the configs' own type checker: synthformer.typed)."""
+    try:
+        return convert(value, tp, from_text)
+    except Mismatch:
+        options = " or ".join(type_name(o) for o in union_members(tp))
+        raise UsageError(f"{key} expects {options}, got {value!r}") from None
 
 
 # ----------------------------------------------------------------------------- keys and sources
@@ -229,18 +157,18 @@ def make_train_config(overrides: dict) -> TrainConfig:
         raise UsageError(str(e)) from None
 
 
-def make_model_config(preset: str, model: dict) -> ModelConfig:
-    """The preset with the model overrides (ModelConfig validates itself: ConfigError on a bad field)."""
-    return ModelConfig.preset(preset, **model)
-
-
-check_model_overrides = make_model_config  # the name before the split out of the CLI
-
 
 # ----------------------------------------------------------------------------- help
 def field_comments(cls) -> dict[str, str]:
-    """The ``# comment`` after each field of a dataclass in its source: {field: comment}."""
+    """The ``# comment`` after each field of a dataclass in its source: {field: comment}; a field taken
+    over from another dataclass (``metadata["declared_in"]``) has the comment of its declaration there."""
     names = {f.name for f in dataclasses.fields(cls)}
+    declared = {f.name: f.metadata["declared_in"] for f in dataclasses.fields(cls) if "declared_in" in f.metadata}
+    comments = {name: field_comments(owner).get(name, "") for name, owner in declared.items()}
+    return {**_own_comments(cls, names - set(declared)), **comments}
+
+
+def _own_comments(cls, names: set[str]) -> dict[str, str]:
     comments: dict[str, str] = {}
     line_field: dict[int, str] = {}
     tokens = list(tokenize.generate_tokens(io.StringIO(inspect.getsource(cls)).readline))

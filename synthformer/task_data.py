@@ -1,8 +1,7 @@
-"""A task's data for a run: load the source, build (or reuse) the tokenizer, encode every split;
-and the model config and sequence length that follow from the data and the user's overrides.
+"""A task's data for a run: load the source, build (or reuse) the tokenizer, encode every split.
 
-`cfg` below is a TrainConfig (synthformer.train); only its fields are read, so this module does not
-import the training loop (which imports it).
+`cfg` below is a TrainConfig (synthformer.train_config); the sequence length and pooling come from
+the plan of the run (synthformer.plan), which also builds the model config that follows from the data.
 """
 from __future__ import annotations
 
@@ -11,8 +10,6 @@ import warnings
 from dataclasses import dataclass
 
 from .data import DataError, build_tokenizer, load_source
-from .errors import ConfigError
-from .model import ModelConfig
 from .tasks import Task, build_task
 from .tasks.classify import pair_splits
 
@@ -65,22 +62,3 @@ def _texts(examples: list, data_task: str) -> list[str]:
     if data_task == "seq2seq":
         return [t for pair in examples for t in pair]
     return [t for x, _ in examples for t in (x if isinstance(x, tuple) else (x,)) if isinstance(t, str)]
-
-
-def resolve_model_config(cfg, model_overrides: dict, task: Task, tokenizer, splits) -> ModelConfig:
-    """Preset + the data's fields (vocabulary, special ids, classes) + the user's model overrides."""
-    fields = {"kind": task.model_kind, **task.model_fields(tokenizer, splits), **model_overrides}
-    fields["extra"] = {**fields.get("extra", {}), "tokenizer": cfg.tokenizer}
-    if splits.meta.get("labels"):  # class names, so `generate` can print a label
-        fields["extra"]["labels"] = list(splits.meta["labels"])
-    return ModelConfig.preset(cfg.preset, **fields)
-
-
-def resolve_seq_len(cfg, model_overrides: dict) -> int:
-    """cfg.seq_len, else the model's max_seq_len (from the overrides or the preset)."""
-    max_len = model_overrides.get("max_seq_len") or ModelConfig.preset(cfg.preset).max_seq_len
-    seq_len = cfg.seq_len or max_len
-    if seq_len > max_len:
-        raise ConfigError(f"seq_len={seq_len} is longer than the model's max_seq_len={max_len}; "
-                         f"lower seq_len or set max_seq_len={seq_len}")
-    return seq_len

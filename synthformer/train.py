@@ -3,9 +3,11 @@
     from synthformer.train import TrainConfig, train
     result = train(TrainConfig(task="lm", data="chitchat", steps=500, out="runs/lm"), {"attention": "R+V"})
 
-`train` reads as its steps: open the run (lock, folder checks), build (data, model, optimizer,
-batches: all before the first file is written), restore (the latest checkpoint when resuming), then
-the loop of train step / log / evaluate / checkpoint, and finish (final model, done.json).
+`train` reads as its steps: open the run (lock, folder checks), build (data and the one ModelConfig as
+synthformer.plan resolves them, the model, the optimizer of synthformer.optim, batches: all before the
+first file is written; fine-tuning's pretrained encoder from synthformer.finetune), restore (the latest
+checkpoint when resuming), then the loop of train step / log / evaluate / checkpoint, and finish (final
+model, done.json). TrainConfig and the learning-rate schedule live in synthformer.train_config.
 
 What a run folder holds (rank 0 alone writes it, holding train.lock for the whole run):
     tokenizer.json       the tokenizer the run trained (reused on resume / eval / generate)
@@ -29,180 +31,29 @@ reads its own shard of every batch, so ``batch_size`` is per rank (global batch 
 """
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 import random
 import time
-import types
-import typing
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from .checkpoint import RunError, latest_checkpoint, load_state, rank_state, save_checkpoint
-from .data.tokenizer import TOKENIZERS
 from .distributed import Dist, barrier, gather, setup_distributed
-from .errors import ConfigError
 from .evaluation import evaluate
+from .finetune import from_pretrained, init_encoder, pretrained_encoder
 from .memory import check_training_memory
-from .model import PRESETS, ModelConfig, build_model, count_parameters, load
-from .runs import (RUN_CONFIG, MetricsLogger, check_folder, load_run_tokenizer, open_run, read_run_config,
-                   run_model_folder, write_done, write_start)
-from .optim import param_groups
-from .task_data import TaskData, prepare_data, resolve_model_config, resolve_seq_len
-from .tasks import TASKS
+from .model import ModelConfig, build_model, count_parameters
+from .model.io import load_weights
+from .optim import build_optimizer, set_lr
+from .plan import model_config, prepare, run_data, stored_model_config
+from .runs import MetricsLogger, check_folder, load_run_tokenizer, open_run, read_run_config, write_done, write_start
+from .task_data import TaskData, prepare_data  # noqa: F401 (re-exported: the names callers import from here)
 from .tasks.base import to_device
+from .train_config import TrainConfig, lr_at
 
-SCHEDULES = ("cosine", "linear", "constant")
-PRECISIONS = ("fp32", "bf16")
-DECODES = ("greedy", "beam")
-
-
-@dataclass
-class TrainConfig:
-    """Everything about a run except the model shape (that is ModelConfig); stored in config.json.
-
-    Every field is checked on construction (type, then range); a bad value raises ConfigError naming it."""
-
-    task: str = "lm"  # lm | classify | seq2seq | mlm
-    data: str = "chitchat"  # a registry source (`synthformer data list`) or a .txt/.tsv/.jsonl file or folder
-    data_options: dict = dataclasses.field(default_factory=dict)  # the source's own options, e.g. {max_words: 300} (manpages-summ), {context_turns: 3} (chitchat seq2seq)
-    max_examples: int | None = None  # cap on training examples (valid/test get a tenth); None = all
-    preset: str = "tiny"  # model shape preset (tiny | small | base); model fields given override it
-    tokenizer: str = "bpe"  # bpe | char | byte
-    vocab_size: int = 4000  # BPE vocabulary size, specials and the 256 bytes included
-    seq_len: int | None = None  # tokens per sequence: lm/mlm block length, cap for seq2seq/classify; None = model max_seq_len
-    strict_length: bool = False  # refuse sequences longer than seq_len instead of truncating with a warning
-    batch_size: int = 16  # sequences per step on each rank (global batch = batch_size x world size)
-    max_tokens: int | None = None  # seq2seq/classify: also cap padded tokens per batch
-    steps: int = 1000  # optimizer steps of the whole run
-    lr: float = 1e-3  # peak learning rate (AdamW)
-    min_lr_ratio: float = 0.1  # final learning rate as a fraction of lr (cosine / linear decay)
-    warmup_steps: int = 100  # linear warm-up from lr/warmup_steps to lr
-    schedule: str = "cosine"  # decay after warm-up: cosine | linear | constant
-    weight_decay: float = 0.01  # AdamW decoupled weight decay (weight matrices only; not biases, norms, mixture weights, position tables)
-    table_lr_mult: float = 10.0  # lr multiplier of the synthesizers' position tables (R, R1/R2, Dense F2, FD factors); measured: docs/recipe.md
-    position_lr_mult: float = 1.0  # lr multiplier of the absolute position embedding (x10 hurts every variant; docs/recipe.md)
-    table_weight_decay: float = 0.0  # AdamW decay of the position tables and the position embedding (decay pulls R toward uniform attention)
-    beta1: float = 0.9  # AdamW beta1
-    beta2: float = 0.98  # AdamW beta2
-    grad_clip: float = 1.0  # clip the global gradient norm to this; 0 = off
-    precision: str = "fp32"  # fp32 | bf16 (autocast on the forward pass; for GPUs)
-    eval_every: int = 200  # evaluate on the validation split every N steps (and at the end); 0 = only at the end
-    eval_batches: int = 50  # validation batches per periodic evaluation; 0 = the whole split
-    final_eval_batches: int = 0  # validation batches of the final evaluation; 0 = the whole split
-    decode: str = "greedy"  # seq2seq evaluation decoding: greedy | beam
-    num_beams: int = 4  # beam width when decode = beam
-    decode_examples: int = 100  # seq2seq: validation examples decoded for BLEU / chrF / ROUGE-L; 0 = none
-    mask_prob: float = 0.15  # mlm: fraction of tokens selected for prediction (80/10/10 BERT masking)
-    checkpoint_every: int = 500  # write a checkpoint every N steps (and at the end); 0 = only at the end
-    keep_checkpoints: int = 1  # checkpoints kept on disk (the newest)
-    log_every: int = 10  # write a training-metrics row every N steps
-    seed: int = 0  # seeds model init, data order, dropout and masking
-    device: str = "auto"  # auto (cuda if available, else cpu) | cpu | cuda | cuda:1 | mps
-    threads: int | None = None  # torch CPU threads; None = torch's default
-    out: str = ""  # run folder; "" = runs/<task>-<timestamp>
-    resume: bool = False  # continue the run in `out` from its last checkpoint
-    stop_after: int | None = None  # end this invocation after this step (time-boxed jobs); continue with resume
-    progress: bool = True  # show a progress bar (rank 0)
-    tensorboard: bool = False  # also write TensorBoard logs to out/tensorboard (needs `pip install tensorboard`)
-    init_from: str | None = None  # fine-tuning: a run or model folder of an encoder (e.g. an mlm run); its embeddings, position table and encoder layers (not its head) start this model, whose shape and tokenizer are that run's
-
-    def __post_init__(self):
-        _check_types(self)
-        for name, (ok, rule) in _RULES.items():
-            value = getattr(self, name)
-            if value is not None and not ok(value):
-                raise ConfigError(f"{name}={value!r} is invalid: must be {rule}")
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-
-def _is_device(name: str) -> bool:
-    try:
-        return name == "auto" or torch.device(name) is not None
-    except (RuntimeError, ValueError):
-        return False
-
-
-# Range of every field whose type alone does not say it (None passes where the type allows it).
-_RULES: dict[str, tuple] = {
-    "task": (lambda v: v in TASKS, f"one of {', '.join(TASKS)}"),
-    "data": (lambda v: v.strip() != "", "a source name or a file / folder path"),
-    "data_options": (lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
-                     "a mapping of option names to values, e.g. {max_words: 300}"),
-    "max_examples": (lambda v: v >= 1, ">= 1 (or None for all)"),
-    "preset": (lambda v: v in PRESETS, f"one of {', '.join(PRESETS)}"),
-    "tokenizer": (lambda v: v in TOKENIZERS, f"one of {', '.join(TOKENIZERS)}"),
-    "vocab_size": (lambda v: v >= 1, ">= 1"),
-    "seq_len": (lambda v: v >= 2, ">= 2 (or None for the model's max_seq_len)"),
-    "batch_size": (lambda v: v >= 1, ">= 1"),
-    "max_tokens": (lambda v: v >= 1, ">= 1 (or None for no cap)"),
-    "steps": (lambda v: v >= 1, ">= 1"),
-    "lr": (lambda v: v > 0, "a finite number > 0"),
-    "min_lr_ratio": (lambda v: 0 <= v <= 1, "in [0, 1]"),
-    "warmup_steps": (lambda v: v >= 0, ">= 0"),
-    "schedule": (lambda v: v in SCHEDULES, f"one of {', '.join(SCHEDULES)}"),
-    "weight_decay": (lambda v: v >= 0, ">= 0"),
-    "table_lr_mult": (lambda v: v > 0, "> 0"),
-    "position_lr_mult": (lambda v: v > 0, "> 0"),
-    "table_weight_decay": (lambda v: v >= 0, ">= 0"),
-    "beta1": (lambda v: 0 <= v < 1, "in [0, 1)"),
-    "beta2": (lambda v: 0 <= v < 1, "in [0, 1)"),
-    "grad_clip": (lambda v: v >= 0, ">= 0 (0 = off)"),
-    "precision": (lambda v: v in PRECISIONS, f"one of {', '.join(PRECISIONS)}"),
-    "eval_every": (lambda v: v >= 0, ">= 0 (0 = only at the end)"),
-    "eval_batches": (lambda v: v >= 0, ">= 0 (0 = the whole split)"),
-    "final_eval_batches": (lambda v: v >= 0, ">= 0 (0 = the whole split)"),
-    "decode": (lambda v: v in DECODES, f"one of {', '.join(DECODES)}"),
-    "num_beams": (lambda v: v >= 1, ">= 1"),
-    "decode_examples": (lambda v: v >= 0, ">= 0"),
-    "mask_prob": (lambda v: 0 < v <= 1, "in (0, 1]"),
-    "checkpoint_every": (lambda v: v >= 0, ">= 0 (0 = only at the end)"),
-    "keep_checkpoints": (lambda v: v >= 1, ">= 1"),
-    "log_every": (lambda v: v >= 1, ">= 1"),
-    "seed": (lambda v: 0 <= v < 2**32, "in [0, 2**32)"),
-    "device": (_is_device, "auto, cpu, cuda, cuda:N or mps"),
-    "threads": (lambda v: v >= 1, ">= 1 (or None for torch's default)"),
-    "stop_after": (lambda v: v >= 1, ">= 1 (or None)"),
-}
-
-
-def _check_types(cfg) -> None:
-    """Every field against its annotation: bool, int (not bool), float (finite), str, or None where allowed."""
-    hints = typing.get_type_hints(type(cfg))
-    for f in dataclasses.fields(cfg):
-        value, tp = getattr(cfg, f.name), hints[f.name]
-        options = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
-        if value is None and type(None) in options:
-            continue
-        simple = [o for o in options if o in (bool, int, float, str)]
-        if len(simple) < len([o for o in options if o is not type(None)]):
-            continue  # a container type: left to the range rules
-        ok = any(isinstance(value, bool) if o is bool else
-                 isinstance(value, int) and not isinstance(value, bool) if o is int else
-                 isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-                 if o is float else isinstance(value, o) for o in simple)
-        if not ok:
-            names = " or ".join(o.__name__ if o is not type(None) else "None" for o in options)
-            finite = " (finite)" if float in options else ""
-            raise ConfigError(f"{f.name}={value!r} is invalid: must be {names}{finite}")
-
-
-# ----------------------------------------------------------------------------- small helpers
-def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Learning rate for optimizer step `step` (0-based): linear warm-up, then the decay schedule."""
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    if cfg.schedule == "constant":
-        return cfg.lr
-    progress = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps))
-    floor = cfg.lr * cfg.min_lr_ratio
-    shape = 0.5 * (1 + math.cos(math.pi * progress)) if cfg.schedule == "cosine" else 1 - progress
-    return floor + (cfg.lr - floor) * shape
+__all__ = ["RESUME_FREE", "TaskData", "TrainConfig", "evaluate", "lr_at", "prepare_data", "train"]
 
 
 def default_out(task: str) -> str:
@@ -237,13 +88,14 @@ class Parts:
 
 
 def _build(cfg: TrainConfig, model_cfg: ModelConfig, data: TaskData, d: Dist, device: torch.device) -> Parts:
-    """Model, optimizer, batches and generators; seeded the same way on every rank."""
+    """Model, optimizer, batches and generators; seeded the same way on every rank. The model must fit
+    this machine's memory (checked here, where it is built for training, not where a config is read)."""
     if device.type == "cpu":  # weights, gradients, AdamW state and activations must fit (one line, nothing written)
         check_training_memory(model_cfg, cfg.batch_size, data.seq_len)
     torch.manual_seed(cfg.seed)  # the same initial weights for every variant and every rank
     model = build_model(model_cfg).to(device)
-    groups = param_groups(model, cfg.weight_decay, cfg.table_lr_mult, cfg.table_weight_decay, cfg.position_lr_mult)
-    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=device.type in ("cpu", "cuda") or None)
+    optimizer = build_optimizer(model, cfg.lr, cfg.weight_decay, cfg.table_lr_mult, cfg.table_weight_decay,
+                                cfg.position_lr_mult, betas=(cfg.beta1, cfg.beta2))
     batcher = data.task.batches(data.encoded["train"], data.tokenizer, data.seq_len, cfg.batch_size,
                                 max_tokens=cfg.max_tokens, shuffle=True, seed=cfg.seed, rank=d.rank,
                                 world_size=d.world_size)
@@ -253,86 +105,26 @@ def _build(cfg: TrainConfig, model_cfg: ModelConfig, data: TaskData, d: Dist, de
     return Parts(data, model_cfg, model, optimizer, batcher, mask_generator)
 
 
-# ----------------------------------------------------------------------------- init_from (fine-tuning)
-ENCODER_PREFIXES = ("embed.", "encoder.")  # what init_from copies: token + position embeddings, encoder layers
-SHAPE_FIELDS = ("embed_dim", "num_heads", "num_layers", "ffn_dim", "max_seq_len", "attention", "factorized_k",
-                "dense_factors", "kernel_size", "linformer_k")  # ModelConfig fields init_from takes over
-
-
-def pretrained_encoder(path: str):
-    """(model, tokenizer) of `path`: a run folder (its final model, else its latest checkpoint) or a
-    model / checkpoint folder inside one (the tokenizer.json of the run above it). ConfigError when
-    it holds no encoder or no tokenizer."""
-    from .data.tokenizer import load_tokenizer
-
-    folder = Path(path)
-    if not folder.is_dir():
-        raise ConfigError(f"init_from={path!r}: no such folder; give the run folder of a finished mlm run")
-    if (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file() and not (folder / "model.safetensors").is_file():
-        folder = run_model_folder(folder)[0]  # a run folder: model/ or the latest checkpoint
-    model = load(folder)
-    if not any(k.startswith("encoder.") for k in model.state_dict()):
-        raise ConfigError(f"init_from={path!r} holds a {model.config.kind} model without an encoder; give an mlm, "
-                          "classify or seq2seq run")
-    tok_file = next((f / "tokenizer.json" for f in (folder, folder.parent, folder.parent.parent)
-                     if (f / "tokenizer.json").is_file()), None)
-    if tok_file is None:
-        raise ConfigError(f"init_from={path!r}: no tokenizer.json in {folder} or the run folder above it")
-    return model, load_tokenizer(tok_file)
-
-
-def _tokenizer_identity(tok) -> str:
-    return json.dumps({"kind": tok.kind, "specials": list(tok.specials), **tok._state()}, sort_keys=True)
-
-
-def init_encoder(model: torch.nn.Module, source: torch.nn.Module, name: str) -> int:
-    """Copy the embeddings, position table and encoder layers of `source` into `model` (its head is
-    left as built); strict: the two must hold the same encoder tensors with the same shapes, else a
-    one-line ConfigError naming the first differences. Returns the number of tensors copied."""
-    mine = {k: v for k, v in model.state_dict().items() if k.startswith(ENCODER_PREFIXES)}
-    theirs = {k: v for k, v in source.state_dict().items() if k.startswith(ENCODER_PREFIXES)}
-    missing, extra = sorted(mine.keys() - theirs.keys()), sorted(theirs.keys() - mine.keys())
-    shapes = [f"{k} {tuple(theirs[k].shape)} vs {tuple(v.shape)}" for k, v in mine.items()
-              if k in theirs and theirs[k].shape != v.shape]
-    if missing or extra or shapes:
-        raise ConfigError(f"init_from={name}: its encoder does not fit this model (shapes: {shapes[:3]}, only here: "
-                          f"{missing[:3]}, only there: {extra[:3]}); use the pretrained run's model shape")
-    model.load_state_dict(theirs, strict=False)
-    return len(theirs)
-
-
-def _init_from(cfg: TrainConfig, overrides: dict, data: TaskData | None) -> tuple[dict, object, torch.nn.Module]:
-    """The pretrained (overrides with its shape, tokenizer, model); refuses data of another tokenizer."""
-    source, tok = pretrained_encoder(cfg.init_from)
-    if data is not None and _tokenizer_identity(data.tokenizer) != _tokenizer_identity(tok):
-        raise ConfigError(f"init_from={cfg.init_from}: the data were encoded with another tokenizer than the "
-                          "pretrained run's; encode them with its tokenizer (prepare_data(cfg, seq_len, tokenizer))")
-    shape = {k: getattr(source.config, k) for k in SHAPE_FIELDS}
-    return {**shape, "vocab_size": source.config.vocab_size, **overrides}, tok, source
-
-
+# ----------------------------------------------------------------------------- a new run, a resumed run
 def _start(cfg: TrainConfig, overrides: dict, data: TaskData | None, out: Path, d: Dist, device: torch.device,
            say) -> Parts:
     """A new run: rank 0 prepares the data and builds everything before it writes the tokenizer and
     config.json (a failed start leaves no file); the other ranks then read both back."""
     tokenizer = source = None
     if cfg.init_from:  # the pretrained run's shape and tokenizer; a misfit fails here, before any file
-        overrides, tokenizer, source = _init_from(cfg, overrides, data)
-    seq_len = resolve_seq_len(cfg, overrides)
+        overrides, tokenizer, source = from_pretrained(cfg, overrides, data)
     parts = None
     if d.main:
-        pooling = overrides.get("pooling", ModelConfig.preset(cfg.preset).pooling)
-        data = data or prepare_data(cfg, seq_len, tokenizer, log=say, pooling=pooling)
-        model_cfg = resolve_model_config(cfg, overrides, data.task, data.tokenizer, data.splits)
-        parts = _build(cfg, model_cfg, data, d, device)
+        data = data or prepare(cfg, overrides, tokenizer, log=say)
+        parts = _build(cfg, model_config(cfg, overrides, data), data, d, device)
         if source is not None:
             n = init_encoder(parts.model, source.to(device), cfg.init_from)
             say(f"init_from {cfg.init_from}: {n} encoder tensors ({source.config.kind}, attention={source.config.attention})")
-        write_start(out, cfg, model_cfg, data.tokenizer, d.world_size)
+        write_start(out, cfg, parts.model_cfg, data.tokenizer, d.world_size)
     barrier(d)
     if not d.main:
-        model_cfg = ModelConfig.from_dict(read_run_config(out)["model"])
-        data = data or prepare_data(cfg, seq_len, load_run_tokenizer(out), log=say, pooling=model_cfg.pooling)
+        model_cfg = stored_model_config(read_run_config(out), out)
+        data = data or run_data(cfg, model_cfg, load_run_tokenizer(out), log=say)
         parts = _build(cfg, model_cfg, data, d, device)
         if source is not None:  # DDP would broadcast rank 0's weights anyway; this keeps ranks equal without it
             init_encoder(parts.model, source.to(device), cfg.init_from)
@@ -342,12 +134,8 @@ def _start(cfg: TrainConfig, overrides: dict, data: TaskData | None, out: Path, 
 def _reopen(cfg: TrainConfig, stored: dict, data: TaskData | None, out: Path, d: Dist, device: torch.device,
             say) -> Parts:
     """A resumed run: the stored model config and the run's own tokenizer."""
-    try:
-        model_cfg = ModelConfig.from_dict(stored["model"])
-    except (TypeError, ValueError) as e:
-        raise RunError(f"{out / RUN_CONFIG}: the stored model config is invalid ({e}); start a new run") from None
-    data = data or prepare_data(cfg, cfg.seq_len or model_cfg.max_seq_len, load_run_tokenizer(out), log=say,
-                                pooling=model_cfg.pooling)
+    model_cfg = stored_model_config(stored, out)
+    data = data or run_data(cfg, model_cfg, load_run_tokenizer(out), log=say)
     parts = _build(cfg, model_cfg, data, d, device)
     if cfg.init_from:  # stopped before its first checkpoint: start from the pretrained encoder again
         init_encoder(parts.model, pretrained_encoder(cfg.init_from)[0].to(device), cfg.init_from)
@@ -360,7 +148,7 @@ def _restore(parts: Parts, out: Path, d: Dist, device: torch.device, say) -> tup
     ckpt = latest_checkpoint(out)
     if ckpt is None:
         return 0, _new_counters(), (0.0, 0)
-    parts.model.load_state_dict(load(ckpt).state_dict())  # load() checks every file against the manifest
+    load_weights(parts.model, ckpt, device=str(device))  # checks every file against the manifest
     state = load_state(ckpt, d.world_size)
     parts.optimizer.load_state_dict(state["optimizer"])
     mine = state["ranks"][d.rank]
@@ -425,8 +213,7 @@ def _train_step(loop: _Loop, batches, autocast) -> tuple[float, float, object]:
     cfg, parts = loop.cfg, loop.parts
     t0 = time.perf_counter()
     lr = lr_at(loop.step, cfg)
-    for group in parts.optimizer.param_groups:
-        group["lr"] = lr * group.get("lr_mult", 1.0)
+    set_lr(parts.optimizer, lr)
     batch = to_device(next(batches), loop.device)
     with autocast:
         loss, _ = parts.data.task.loss(loop.ddp, batch, parts.mask_generator)

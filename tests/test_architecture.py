@@ -83,10 +83,32 @@ def test_no_import_cycles():
 
 
 def test_nothing_below_the_cli_imports_it():
+    """`python -m synthformer[.X]` modules are entry points, like the console script: above the CLI."""
     offenders = [name for name, deps in graph().items()
-                 if not name.startswith("synthformer.cli") and name not in ("synthformer.__main__",)
+                 if not name.startswith("synthformer.cli") and not name.endswith("__main__")
                  and any(d == "synthformer.cli" or d.startswith("synthformer.cli.") for d in deps)]
     assert offenders == []
+
+
+def _loads_by_name(node: ast.AST, in_cli: bool) -> bool:
+    """An importlib.import_module / __import__ call of a package module (or any such call in the CLI);
+    synthformer._optional loads third-party packages by name, which is what it is for."""
+    if not (isinstance(node, ast.Call) and node.args and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+            or (isinstance(node.func, ast.Name) and node.func.id == "__import__"))):
+        return False
+    arg = node.args[0]
+    named = isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith(("synthformer", "."))
+    return in_cli or named
+
+
+def test_no_subcommand_or_module_is_loaded_by_name():
+    """Every import of the package is visible to the checks above (the CLI imports its sub-commands)."""
+    found = [f"{file.relative_to(PACKAGE)}:{node.lineno}" for file in PACKAGE.rglob("*.py")
+             for node in ast.walk(ast.parse(file.read_text()))
+             if _loads_by_name(node, file.parent.name == "cli")]
+    assert found == []
+    assert _loads_by_name(ast.parse("importlib.import_module('synthformer.bench')").body[0].value, False)
 
 
 def test_functions_are_short():
@@ -98,3 +120,44 @@ def test_functions_are_short():
                 if lines > MAX_FUNCTION_LINES:
                     long.append(f"{file.relative_to(PACKAGE)}:{node.name} ({lines} lines)")
     assert long == []
+
+
+# Who may call what: plan.py is the only place that builds a ModelConfig from a preset and overrides and
+# the only place that opens a trained run. The others listed read their own files: the checkpoint format
+# (model/io.py) and the Hugging Face view (hf/configuration.py) convert a stored config; the training loop
+# reads its own run folder back (resume, the other ranks); bench builds fixed benchmark shapes.
+CALL_SITES = {
+    "ModelConfig.preset": {"plan.py", "model/config.py", "bench/cases.py"},
+    "ModelConfig.from_dict": {"plan.py", "model/config.py", "model/io.py", "hf/configuration.py"},
+    "ModelConfig": {"model/config.py"},
+    "read_run_config": {"plan.py", "runs.py", "train.py", "cli/train.py"},
+    "load_run_tokenizer": {"plan.py", "train.py"},
+    "run_model_folder": {"plan.py"},
+    "latest_checkpoint": {"runs.py", "train.py", "checkpoint.py"},
+}
+
+
+def _call_name(node: ast.Call) -> str | None:
+    f = node.func
+    if isinstance(f, ast.Name):
+        return f.id
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+        return f"{f.value.id}.{f.attr}"
+    return None
+
+
+def call_sites() -> dict[str, set[str]]:
+    """{call name of CALL_SITES: the files (relative to the package) that call it}."""
+    found: dict[str, set[str]] = {name: set() for name in CALL_SITES}
+    for file in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(file.read_text())):
+            if isinstance(node, ast.Call) and _call_name(node) in found:
+                found[_call_name(node)].add(file.relative_to(PACKAGE).as_posix())
+    return found
+
+
+def test_plan_alone_builds_model_configs_from_overrides_and_opens_trained_runs():
+    found = call_sites()
+    strays = {name: sorted(files - CALL_SITES[name]) for name, files in found.items() if files - CALL_SITES[name]}
+    assert strays == {}
+    assert "plan.py" in found["ModelConfig.preset"] and "plan.py" in found["run_model_folder"]

@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from synthformer import bench, plots
+from synthformer import bench
+from synthformer.cli import main as cli_main
+
+def bench_main(argv: list[str]) -> int:
+    return cli_main(["bench", *argv])
+
 
 ROW_FIELDS = {"variant", "scope", "mode", "length", "batch", "dtype", "device", "threads", "torch", "median_ms",
               "tokens_per_s", "flop", "gflops_per_s", "peak_bytes", "peak_method", "cache_bytes"}
@@ -18,7 +23,7 @@ TINY = ["--lengths", "16", "--tokens", "32", "--embed-dim", "16", "--heads", "2"
 @pytest.fixture(scope="module")
 def run_file(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench") / "runs.jsonl"
-    code = bench.main(TINY + ["--variants", "V,R,R+V,dynamicconv", "--model-variants", "V,R",
+    code = bench_main(TINY + ["--variants", "V,R,R+V,dynamicconv", "--model-variants", "V,R",
                               "--out", str(out)])
     assert code == 0
     return out
@@ -41,7 +46,7 @@ def test_bench_writes_valid_rows(run_file, capsys):
 
 def test_bench_prints_ratio_table(tmp_path, capsys):
     threads = torch.get_num_threads()
-    assert bench.main(TINY + ["--scope", "layer", "--modes", "infer", "--variants", "R,V", "--no-memory"]) == 0
+    assert bench_main(TINY + ["--scope", "layer", "--modes", "infer", "--variants", "R,V", "--no-memory"]) == 0
     out = capsys.readouterr().out
     assert torch.get_num_threads() == threads  # --threads is restored on return
     assert "speed x V" in out and "layer  infer" in out
@@ -54,7 +59,7 @@ def test_bench_prints_ratio_table(tmp_path, capsys):
 def test_bench_bad_arguments(argv, msg, capsys):
     if "cuda" in argv[-1] and torch.cuda.is_available():
         pytest.skip("CUDA present")
-    assert bench.main(TINY + argv) == 2
+    assert bench_main(TINY + argv) == 2
     assert msg in capsys.readouterr().err
 
 
@@ -65,14 +70,14 @@ def test_flop_counts_follow_the_structure():
 
 def test_plot_reads_jsonl_and_writes_png(run_file, tmp_path):
     png = tmp_path / "fig.png"
-    assert plots.main(["bench", str(run_file), "--out", str(png)]) == 0
+    assert cli_main(["plot", "bench", str(run_file), "--out", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_plot_rejects_bad_file(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"variant": "V"}\n')
-    assert plots.main(["bench", str(bad), "--out", str(tmp_path / "x.png")]) == 2
+    assert cli_main(["plot", "bench", str(bad), "--out", str(tmp_path / "x.png")]) == 2
     assert "lacks" in capsys.readouterr().err
 
 
@@ -101,7 +106,7 @@ RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "cpu-
 
 
 def test_report_of_recorded_results_is_the_issue5_table(capsys):
-    assert bench.main(["--report", str(RESULTS)]) == 0
+    assert bench_main(["--report", str(RESULTS)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[:4] == ["| target | L | measured | met |", "|---|---|---|---|", "| **issue 5: layer** | | | |",
                          "| R layer train speed vs V >= 2.0x | 256 | 2.19x | yes |"]
@@ -127,14 +132,14 @@ def test_precision_targets_compare_bf16_with_fp32_rows(tmp_path, capsys):
             _row("R", scope="model", ms=8.0, precision="bf16"), _row("R", scope="model", ms=1.0)]
     runs = tmp_path / "runs.jsonl"
     runs.write_text("\n".join(json.dumps(r) for r in rows))
-    assert bench.main(["--report", str(runs), "--targets", str(path)]) == 0
+    assert bench_main(["--report", str(runs), "--targets", str(path)]) == 0
     assert capsys.readouterr().out.splitlines()[2:] == ["| V bf16 vs fp32 | 64 | 3.00x | yes |",
                                                         "| R vs V in bf16 | 64 | 1.25x | **no** |"]
 
 
 def test_bench_runs_fp32_and_bf16_autocast_in_one_group(tmp_path, capsys):
     out = tmp_path / "rows.jsonl"
-    assert bench.main(["--scope", "layer", "--modes", "train", "--lengths", "16", "--tokens", "32",
+    assert bench_main(["--scope", "layer", "--modes", "train", "--lengths", "16", "--tokens", "32",
                        "--variants", "V,R", "--precision", "fp32,bf16", "--bf16-variants", "R", "--repeats", "1",
                        "--warmup", "0", "--no-memory", "--out", str(out)]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
@@ -159,7 +164,7 @@ def test_targets_table_reads_its_targets_from_a_file(tmp_path, capsys):
                     " at_least: 1}\n")
     runs = tmp_path / "runs.jsonl"
     runs.write_text("\n".join(json.dumps(r) for r in (_row("V", ms=30.0), _row("R", ms=10.0))))
-    assert bench.main(["--report", str(runs), "--targets", str(path)]) == 0
+    assert bench_main(["--report", str(runs), "--targets", str(path)]) == 0
     assert capsys.readouterr().out.splitlines()[2:] == ["| R twice as fast | 64 | 3.00x | yes |",
                                                         "| Fix present | 64 | n/a | n/a |"]
 
@@ -169,7 +174,7 @@ def test_bad_targets_file_is_a_one_line_error(tmp_path, capsys):
     path.write_text("sections:\n  - scope: layer\n    targets:\n      - {name: x, variant: R, metric: nope}\n")
     runs = tmp_path / "runs.jsonl"
     runs.write_text(json.dumps(_row("V")) + "\n")
-    assert bench.main(["--report", str(runs), "--targets", str(path)]) == 2
+    assert bench_main(["--report", str(runs), "--targets", str(path)]) == 2
     assert "bad target" in capsys.readouterr().err
 
 

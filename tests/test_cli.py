@@ -70,12 +70,13 @@ def test_overrides_route_to_train_and_model_configs(tmp_path):
 
 @pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_config_files_hold_valid_overrides(path):
-    from synthformer.overrides import make_model_config, make_train_config
+    from synthformer.overrides import make_train_config
+    from synthformer.plan import check_model_overrides
 
     train, model = parse_overrides([], str(path))
     assert train or model, f"{path} is empty"
     cfg = make_train_config(train)
-    make_model_config(cfg.preset, model)
+    check_model_overrides(cfg, model)
 
 
 # ----------------------------------------------------------------------------- one-line errors
@@ -128,13 +129,15 @@ def test_data_list_is_delegated():
     assert code == 0 and "chitchat" in out and "bible-en-es" in out
 
 
-def test_missing_subcommand_module_says_so():
-    from synthformer.cli.delegate import cmd_delegate
-
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        code = cmd_delegate("synthformer.no_such_module", "bench", [])
-    assert code == 2 and "`synthformer bench` is not available" in err.getvalue()
+@pytest.mark.parametrize("argv,needle", [(["bench", "--lengths", "8,x", "--scope", "layer"], "invalid literal"),
+                                         (["bench", "--preset", "huge"], "--preset 'huge'"),
+                                         (["plot", "runs", "/nonexistent-folder"], "nonexistent-folder"),
+                                         (["data", "show", "no-such-source"], "unknown data source")])
+def test_parsed_subcommands_share_the_one_error_policy(argv, needle):
+    """bench, plot and data are parsed in cli/ and fail like every command: one line, exit 2."""
+    code, _, err = run(*argv)
+    assert code == 2 and err.startswith("synthformer: error: ") and needle in err, err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_help_lists_every_option():

@@ -82,7 +82,9 @@ def test_compare_tiny_budget_writes_table_plot_and_results(dialogue, tmp_path):
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "was run with other settings: variants ['V', 'R+V'] (now ['V'])" in err and "choose another --out" in err
     # its curves can be redrawn from the run folders alone, for the whole comparison or chosen runs
-    from synthformer.plots import find_runs, main as plot_main
+    from synthformer.cli import main as cli_main
+    from synthformer.plots import find_runs
+    plot_main = lambda argv: cli_main(["plot", *argv])  # noqa: E731
     runs, task = find_runs([str(out)])
     assert sorted(runs) == ["R+V", "V"] and task == "lm"
     assert plot_main(["runs", str(out / "V"), str(out / "R+V"), "--out", str(tmp_path / "c.png")]) == 0

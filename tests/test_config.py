@@ -1,11 +1,13 @@
 """ModelConfig validates every field itself: one-line ConfigError naming the field, the value and the fix."""
+import json
+
 import pytest
 
 from conftest import run_in_process
 from synthformer import ModelConfig, build_model
 from synthformer.cli import main
 from synthformer.errors import ConfigError
-from synthformer.model.config import estimate_parameter_bytes, physical_memory_bytes, slots
+from synthformer.model.config import check_memory, estimate_parameter_bytes, physical_memory_bytes, slots
 
 
 def tiny(**kw):
@@ -45,7 +47,7 @@ def tiny(**kw):
     (dict(attention=["R", "Zz"]), r"attention\[1\]='Zz': unknown synthesizer"),
     (dict(attention=["R"]), "1 entries for 2 layers"),
     (dict(attention="R+lightconv"), "cannot be mixed"),
-    (dict(attention=7), "attention=7 is not a token-mixer spec"),
+    (dict(attention=7), "attention=7 must be a string or a list"),
     (dict(kind="lm", attention="linformer"), "attention='linformer': linformer cannot be used in a decoder"),
     (dict(kind="seq2seq", decoder_attention="linformer"), "decoder_attention='linformer': linformer cannot"),
     (dict(kind="seq2seq", attention="linformer"), "decoder_attention=None, so attention='linformer'"),
@@ -91,11 +93,24 @@ def test_memory_estimate_equals_the_built_model(kind, attention):
 
 def test_a_model_larger_than_memory_is_refused_before_allocation():
     assert physical_memory_bytes() < 2**40  # the test machine has less than 1 TiB
+    huge = tiny(max_seq_len=100_000_000, embed_dim=4096)  # a config alone is fine (a stored one loads anywhere)
     with pytest.raises(ConfigError, match=r"too large for this machine: its parameters alone need about [\d,.]+ GiB "
                                           r"\(estimated from .*max_seq_len=100000000"):
-        tiny(max_seq_len=100_000_000, embed_dim=4096)  # the position table alone: 1.6 TB
+        check_memory(huge)  # the position table alone: 1.6 TB
     with pytest.raises(ConfigError, match="too large"):  # R's N x N table per head: 4 * 2 * 1e12 bytes
-        tiny(max_seq_len=1_000_000, attention="R")
+        check_memory(tiny(max_seq_len=1_000_000, attention="R"))
+    check_memory(tiny())
+
+
+def test_a_stored_config_too_large_for_this_machine_still_loads(tmp_path):
+    """Reading a config (eval, generate, plots of a run trained on a bigger machine) never checks memory."""
+    from synthformer.model.io import read_config
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    big = tiny(max_seq_len=100_000_000, embed_dim=4096).to_dict()
+    (folder / "config.json").write_text(json.dumps({"format_version": 1, "config": big}))
+    assert read_config(folder).max_seq_len == 100_000_000
 
 
 def test_slots_name_each_mixing_position():
@@ -115,3 +130,26 @@ def test_cli_refuses_bad_model_options_in_one_line_without_a_run_folder(tmp_path
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
     assert lines[0].startswith("synthformer: error: ") and option[0].lstrip("-") in lines[0] or "too large" in lines[0]
     assert not out.exists()
+
+
+def test_a_synthesizer_option_is_declared_once_and_reaches_config_help_and_layer():
+    """SynthesizerOptions declares the options; ModelConfig, the CLI (keys and help) and every synthetic
+    attention layer take them from there, the layers as the one object the config built."""
+    import dataclasses
+
+    from synthformer.attention import SyntheticAttention, SynthesizerOptions
+    from synthformer.overrides import MODEL_FIELDS, field_comments, field_help
+
+    declared = [f for f in dataclasses.fields(SynthesizerOptions) if f.name != "bias"]
+    model_fields = {f.name: f for f in dataclasses.fields(ModelConfig)}
+    help_text, comments = field_help(), field_comments(SynthesizerOptions)
+    for f in declared:
+        assert model_fields[f.name].default == f.default and f.name in MODEL_FIELDS
+        assert f"--{f.name}=" in help_text and comments[f.name] and comments[f.name] in help_text
+    cfg = tiny(kind="seq2seq", attention=["R", "FD"], decoder_attention="FR+V", factorized_k=4,
+               random_init="glorot3d", dense_factors=[8, 16])
+    assert cfg.synthesizer_options == SynthesizerOptions(4, (8, 16), 1.0, True, "glorot3d")
+    layers = [m for m in build_model(cfg).modules() if isinstance(m, SyntheticAttention)]
+    assert len(layers) == 6 and all(s.options is cfg.synthesizer_options for m in layers for s in m.members)
+    with pytest.raises(ConfigError, match="random_init='normal' must be one of xavier, glorot3d"):
+        SynthesizerOptions(random_init="normal")  # the one check, the layer's and the config's alike

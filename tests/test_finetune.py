@@ -13,10 +13,11 @@ from synthformer.data.batching import fit_pair
 from synthformer.data.sources import DataSplits
 from synthformer.data.tokenizer import SPECIALS
 from synthformer.errors import ConfigError
-from synthformer.finetune import SUITE, pretrain_finetune, summarize
+from synthformer.finetune import init_encoder
+from synthformer.finetune_suite import SUITE, pretrain_finetune, summarize
 from synthformer.model import load
 from synthformer.tasks.classify import pair_splits
-from synthformer.train import TrainConfig, init_encoder, prepare_data, train
+from synthformer.train import TrainConfig, prepare_data, train
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*truncated")
 

@@ -12,23 +12,23 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import run_in_process
+from conftest import run_cli
 from synthformer.attention import SyntheticAttention
 from synthformer.errors import InputError
 from synthformer.model import ModelConfig, build_model
-from synthformer.plots import find_runs, main
+from synthformer.plots import find_runs
 from synthformer.plots.attention import attention_maps, weight_histograms
 from synthformer.plots.bench import bench_figure, label_rows
 from synthformer.plots.curves import curves_figure
 from synthformer.plots.weights import (ModelInput, allowed, capture, histogram, initial_model, learned_table,
-                                       open_run, select_layers, sites, validation_input, weight_values)
+                                       load_run, select_layers, sites, validation_input, weight_values)
 
 WORDS = "the cat sat on a mat and dog ran far away from home today".split()
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def plot(*args) -> tuple[int, str, str]:
-    return run_in_process(main, *args)
+    return run_cli("plot", *args)
 
 
 # ----------------------------------------------------------------------------- tiny trained runs
@@ -193,20 +193,20 @@ def test_select_layers_picks_first_middle_last_and_refuses_missing_layers():
 
 # ----------------------------------------------------------------------------- runs: input, initial model
 def test_initial_model_is_the_one_training_started_from(runs):
-    run = open_run(runs["still"])  # trained one step at lr 1e-12: still its initial weights
+    run = load_run(runs["still"])  # trained one step at lr 1e-12: still its initial weights
     state = torch.random.get_rng_state()
     init = initial_model(run)
     assert torch.equal(torch.random.get_rng_state(), state)  # the caller's random stream is untouched
     trained = dict(run.model.named_parameters())
     for name, p in init.named_parameters():
         assert torch.allclose(p, trained[name], atol=1e-6), name
-    moved = open_run(runs["R"])
+    moved = load_run(runs["R"])
     r_now, r_init = (m.decoder.layers[0].mixer.members[0].r for m in (moved.model, initial_model(moved)))
     assert not torch.allclose(r_now, r_init, atol=1e-3)  # R did train
 
 
 def test_validation_input_is_the_run_s_own_data(runs):
-    run = open_run(runs["cls"])
+    run = load_run(runs["cls"])
     inp = validation_input(run, examples=3)
     ids, pad = inp.tokens["encoder"], inp.padding["encoder"]
     assert ids.shape[0] == 3 and pad.shape == ids.shape and inp.kwargs["key_padding_mask"] is pad
@@ -219,7 +219,7 @@ def test_validation_input_is_the_run_s_own_data(runs):
 
 
 def test_histograms_compare_trained_and_initial(runs):
-    run = open_run(runs["R"])
+    run = load_run(runs["R"])
     hists = weight_histograms(run, validation_input(run, 4), "R", layers="all", bins=10)
     assert [(h.site.label, h.state) for h in hists] == [("L1", "trained"), ("L1", "initial"), ("L2", "trained"),
                                                         ("L2", "initial")]
@@ -260,7 +260,7 @@ def test_plot_attention_and_histograms_write_figures(runs, tmp_path):
     (["attention", "--run", "RUN", "--layers", "9"], "layer 9 does not exist"),
     (["attention", "--run", "RUN", "--out", "x.jpg"], "give a file ending in .png, .svg, .pdf"),
     (["attention", "--run", "RUN", "--example", "99"], "--example 99"),
-    (["histograms", "--run", "nowhere"], "not a folder"),
+    (["histograms", "--run", "nowhere"], "no such folder"),
     (["histograms", "--run", "RUN", "--bins", "0"], "--bins 0"),
 ])
 def test_plot_bad_input_is_one_line(runs, args, message):

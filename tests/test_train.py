@@ -20,7 +20,7 @@ from safetensors.torch import load_file
 from synthformer.data import load_tokenizer
 from conftest import run_in_process
 from synthformer.errors import ConfigError
-from synthformer.train import TrainConfig, lr_at
+from synthformer.train import TrainConfig, lr_at, train
 
 WORDS = "the cat sat on a mat and dog ran to house with red blue green big small old new".split()
 SMALL = ["--steps", "2", "--batch_size", "4", "--seq_len", "24", "--vocab_size", "300", "--log_every", "1",
@@ -317,3 +317,49 @@ def test_data_options_reach_the_source_and_unknown_ones_are_one_line_errors(tmp_
                         "--out", tmp_path / "bad", *SMALL)
     assert code == 2 and "bogus" in err and "chitchat" in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "bad").exists()  # the source itself refused it, before any file was written
+
+
+def test_one_model_config_per_train_call_and_a_resume_builds_no_second_model(data, tmp_path, monkeypatch):
+    """A train call resolves its ModelConfig once (new run and resume alike), and resuming fills the
+    one model it builds from the checkpoint instead of loading another."""
+    from synthformer.model import ModelConfig
+    from synthformer.model import transformer
+
+    built, models, post_init = [], [], ModelConfig.__post_init__
+    monkeypatch.setattr(ModelConfig, "__post_init__", lambda self: (built.append(1), post_init(self))[1])
+    init = transformer.SynthformerModel.__init__
+    monkeypatch.setattr(transformer.SynthformerModel, "__init__",
+                        lambda self, *a, **k: (models.append(1), init(self, *a, **k))[1])
+    run = tmp_path / "run"
+    cfg = TrainConfig(task="lm", data=str(data["lm"]), out=str(run), steps=3, stop_after=2, batch_size=4, seq_len=24,
+                      vocab_size=300, eval_every=0, eval_batches=1, threads=1, progress=False, warmup_steps=1)
+    train(cfg, {"attention": "R+V", "num_layers": 1}, log=lambda m: None)
+    assert len(built) == 1 and len(models) == 1
+    built.clear(), models.clear()
+    train(TrainConfig(**{**cfg.to_dict(), "stop_after": None, "resume": True}), log=lambda m: None)
+    assert len(built) == 1 and len(models) == 1
+
+
+def test_the_sequence_length_rule_is_one_function(tmp_path):
+    """plan.seq_len: seq_len, else the model's max_seq_len (override, else preset), never longer."""
+    from synthformer.plan import model_field, seq_len
+
+    tiny = TrainConfig(preset="tiny")
+    assert model_field(tiny, {}, "max_seq_len") == 128 and model_field(tiny, {"max_seq_len": 32}, "max_seq_len") == 32
+    assert model_field(TrainConfig(preset="small"), {}, "max_seq_len") == 256 and model_field(tiny, {}, "pooling") == "mean"
+    assert seq_len(tiny, 128) == 128 and seq_len(TrainConfig(seq_len=64), 128) == 64
+    with pytest.raises(ConfigError, match="seq_len=256 is longer than the model's max_seq_len=128; lower seq_len"):
+        seq_len(TrainConfig(seq_len=256), 128)
+    code, _, err = main("train", "--seq_len", "200", "--max_seq_len", "100", "--out", tmp_path / "x", "--steps", "1")
+    assert code == 2 and "seq_len=200 is longer than the model's max_seq_len=100" in err and not (tmp_path / "x").exists()
+
+
+def test_encoder_only_mixers_pass_the_early_model_check_of_an_encoder_task(data, tmp_path):
+    """The CLI checks model options before reading data for the task's own model kind: linformer fills
+    a classifier's encoder (the old check built an lm and refused it as a decoder) but no lm decoder."""
+    ok("train", "--task", "classify", "--data", data["classify"], "--attention", "linformer", "--out",
+       tmp_path / "cls", *SMALL)
+    assert json.loads((tmp_path / "cls" / "config.json").read_text())["model"]["attention"] == "linformer"
+    code, _, err = main("train", "--task", "lm", "--data", data["lm"], "--attention", "linformer", "--out",
+                        tmp_path / "lm", *SMALL)
+    assert code == 2 and "cannot be used in a decoder" in err and not (tmp_path / "lm").exists()

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import ConfigError
+from ..typed import check_fields
 
 
 @dataclass
@@ -50,13 +51,19 @@ class FullLogits:
 
 @dataclass(frozen=True)
 class SynthesizerOptions:
-    """Options of the synthesizing functions (stored in every model config)."""
+    """Options of the synthesizing functions: declared here once (type, default, the comment that is
+    their `synthformer train --help` text, the range in OPTION_RULES); ModelConfig takes every field but
+    ``bias`` over as a field of its own and hands the layers one SynthesizerOptions built from them."""
 
     factorized_k: int = 8  # rank k of Factorized Random (paper: 8; 32 for encoding tasks)
     dense_factors: tuple[int, int] | None = None  # (a, b) of Factorized Dense with a*b = max_seq_len; None = closest to sqrt
-    random_init_scale: float = 1.0  # multiplies the init bound of R, R1, R2 (see random_init)
+    random_init_scale: float = 1.0  # multiplier of the init bound of R / FR tables (see random_init; the official code's 3-D Glorot is ~sqrt(2/(H+N)) of the per-head bound; docs/recipe.md)
     bias: bool = True  # biases on the Q/K projections of the dot product (as nn.MultiheadAttention)
-    random_init: str = "xavier"  # "xavier": per-head Xavier-uniform; "glorot3d": the official Mesh TF fans (see init_bound)
+    random_init: str = "xavier"  # R / FR table init: "xavier" per head, bound sqrt(6/(2N)); "glorot3d" the official Mesh TF fans over [N, H, N], bound sqrt(6/(N(H+N))) (see init_bound)
+
+    def __post_init__(self):
+        """The one check of every option (a model config builds its options once, so it checks them here)."""
+        check_fields(self, OPTION_RULES)
 
 
 class Synthesizer(nn.Module):
@@ -109,6 +116,14 @@ def positions(table: Tensor, dim: int, start: int, length: int) -> Tensor:
 
 
 RANDOM_INITS = ("xavier", "glorot3d")
+# Range of every option whose type alone does not say it (the type is the field's annotation).
+OPTION_RULES = {
+    "factorized_k": (lambda v: v >= 1, "a positive integer (paper: 8; 32 for encoding tasks)"),
+    "dense_factors": (lambda v: all(x >= 1 for x in v), "a pair of positive integers (a, b) with a*b = max_seq_len, "
+                                                        "or None for the pair nearest sqrt(max_seq_len)"),
+    "random_init_scale": (lambda v: v > 0, "> 0 (1.0 = per-head Xavier-uniform)"),
+    "random_init": (lambda v: v in RANDOM_INITS, f"one of {', '.join(RANDOM_INITS)}"),
+}
 
 
 def init_bound(kind: str, rows: int, cols: int, heads: int, scale: float = 1.0) -> float:

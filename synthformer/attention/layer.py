@@ -28,7 +28,7 @@ from torch import Tensor, nn
 
 from ..errors import ConfigError, InputError
 from . import paths
-from .base import RANDOM_INITS, DotLogits, FullLogits, SynthesizerOptions
+from .base import DotLogits, FullLogits, SynthesizerOptions
 from .paths import Path, PathInputs, Route
 from .registry import SYNTHESIZERS, parse_synthesizers, short_spec
 
@@ -76,6 +76,8 @@ class SyntheticAttention(nn.Module):
             bound ``sqrt(6 / (N (H + N)))`` (about ``sqrt(2 / (H + N))`` times smaller); see
             :func:`~synthformer.attention.base.init_bound`.
         fast: use the fast paths when weights are not requested.
+        options: a ready :class:`~synthformer.attention.base.SynthesizerOptions` (what a model config holds);
+            given, it replaces ``bias``, ``factorized_k``, ``dense_factors``, ``random_init_scale``, ``random_init``.
 
     Forward: ``out, weights = attn(x, memory=None, value=None, key_padding_mask=None, need_weights=False,
     attn_mask=None, average_attn_weights=False, is_causal=False, *, cache=None)`` with x (B, Lq, d);
@@ -97,7 +99,7 @@ class SyntheticAttention(nn.Module):
                  synthesizers: str | list[str] | tuple[str, ...] = "vanilla", causal: bool = False,
                  dropout: float = 0.0, bias: bool = True, factorized_k: int = 8,
                  dense_factors: tuple[int, int] | None = None, random_init_scale: float = 1.0,
-                 fast: bool = True, random_init: str = "xavier"):
+                 fast: bool = True, random_init: str = "xavier", options: SynthesizerOptions | None = None):
         super().__init__()
         if embed_dim <= 0 or num_heads <= 0 or max_seq_len <= 0:
             raise ConfigError(f"embed_dim={embed_dim}, num_heads={num_heads}, max_seq_len={max_seq_len} "
@@ -110,10 +112,9 @@ class SyntheticAttention(nn.Module):
         self.head_dim = embed_dim // num_heads
         self.causal, self.dropout, self.fast = causal, dropout, fast
         self.names = parse_synthesizers(synthesizers)
-        if random_init not in RANDOM_INITS:
-            raise ConfigError(f"random_init={random_init!r} must be one of {', '.join(RANDOM_INITS)}")
-        options = SynthesizerOptions(factorized_k, tuple(dense_factors) if dense_factors else None,
-                                     random_init_scale, bias, random_init=random_init)
+        if options is None:  # checked once, by SynthesizerOptions itself
+            options = SynthesizerOptions(factorized_k, tuple(dense_factors) if dense_factors else None,
+                                         random_init_scale, bias, random_init=random_init)
         self.members = nn.ModuleList(SYNTHESIZERS[n](embed_dim, num_heads, max_seq_len, options) for n in self.names)
         # mixture weights alpha = softmax(theta) per head, started uniform
         self.mix_logits = nn.Parameter(torch.zeros(num_heads, len(self.names))) if len(self.names) > 1 else None

@@ -27,16 +27,16 @@ The package, one job per module:
 * ``measure``: round-robin timing and peak memory;
 * ``report``: the JSONL `Row`, the ratio table, and the targets table (targets are data:
   ``synthformer/bench/targets.yaml``, shipped with the package);
-* ``cli``: the command line (``synthformer bench`` and ``python -m synthformer.bench``).
+* ``runner``: the run of the parsed options (the options themselves: synthformer/cli/bench.py).
 """
 from __future__ import annotations
 
 from .cases import (DEFAULT_MODEL_VARIANTS, DEFAULT_VARIANTS, Case, canonical_variant, layer_case, layer_flops,
                     model_case, model_flops)
-from .cli import build_parser, main
+from .runner import BenchError, run_benchmarks
 from .measure import PeakMeter, device_name, run_cases
 from .report import Row, load_targets, ratio_table, targets_table, to_row
 
-__all__ = ["Case", "DEFAULT_MODEL_VARIANTS", "DEFAULT_VARIANTS", "PeakMeter", "Row", "build_parser",
-           "canonical_variant", "device_name", "layer_case", "layer_flops", "load_targets", "main", "model_case",
-           "model_flops", "ratio_table", "run_cases", "targets_table", "to_row"]
+__all__ = ["BenchError", "Case", "DEFAULT_MODEL_VARIANTS", "DEFAULT_VARIANTS", "PeakMeter", "Row",
+           "canonical_variant", "device_name", "layer_case", "layer_flops", "load_targets", "model_case",
+           "model_flops", "ratio_table", "run_benchmarks", "run_cases", "targets_table", "to_row"]

@@ -1,6 +1,6 @@
-"""``python -m synthformer.bench``."""
+"""``python -m synthformer.bench`` = ``synthformer bench`` (an entry point, like the console script)."""
 import sys
 
-from .cli import main
+from ..cli import main
 
-sys.exit(main(sys.argv[1:]))
+sys.exit(main(["bench", *sys.argv[1:]]))

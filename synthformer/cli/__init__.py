@@ -25,10 +25,8 @@ from .. import __version__
 from .._optional import PROVIDERS, missing_extra
 from ..errors import SynthformerError
 from ..integrity import trust_unverified
-from ..overrides import (UsageError, check_model_overrides, coerce, field_help, make_model_config,
-                         make_train_config, parse_overrides)
+from ..overrides import UsageError, coerce, field_help, make_train_config, parse_overrides
 from . import bench, compare, data, eval, export, generate, plot, reproduce, train
-from .delegate import cmd_delegate
 
 # Sub-command name -> its module (in the order of `synthformer --help`).
 COMMANDS = {m.NAME: m for m in (train, eval, generate, compare, data, bench, plot, export, reproduce)}
@@ -75,5 +73,5 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-__all__ = ["COMMANDS", "UsageError", "build_parser", "check_model_overrides", "cmd_delegate", "coerce",
-           "field_help", "main", "make_model_config", "make_train_config", "parse_overrides", "run"]
+__all__ = ["COMMANDS", "UsageError", "build_parser", "coerce", "field_help", "main", "make_train_config",
+           "parse_overrides", "run"]

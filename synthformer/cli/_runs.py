@@ -1,12 +1,11 @@
-"""What eval and generate share: reading a run folder, plain metrics, the device."""
+"""What the sub-commands share: plain metrics, the device, the placeholder of a command that parses
+its own options. (A trained run is opened by synthformer.plan.open_trained.)"""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import argparse
 
 from ..integrity import TRUST_FLAG
 from ..overrides import UsageError
-from ..runs import load_run_tokenizer, read_run_config, run_model_folder, verify_run
 
 
 def add_trust_option(parser) -> None:
@@ -16,17 +15,12 @@ def add_trust_option(parser) -> None:
                              "older synthformer): loaded without an integrity check, with a warning")
 
 
-def load_run(run: str):
-    """(stored config dict, model folder, tokenizer) of a run folder; the final model, else the latest
-    checkpoint (with a note). Missing or damaged files are one-line errors naming the file."""
-    folder = Path(run)
-    stored = read_run_config(folder)
-    tokenizer = load_run_tokenizer(folder)
-    verify_run(folder)  # config.json and the tokenizer's files unchanged since training
-    model_dir, finished = run_model_folder(folder)
-    if not finished:
-        print(f"note: {folder} is not finished; using checkpoint {model_dir.name}", file=sys.stderr)
-    return stored, model_dir, tokenizer
+def add_passthrough_parser(sub, name: str, text: str) -> argparse.ArgumentParser:
+    """A placeholder in the top-level help for a command with ``PASSTHROUGH = True``: `synthformer NAME ...`
+    hands the rest of the command line to the module's ``run`` before argparse sees it."""
+    p = sub.add_parser(name, help=text, add_help=False)
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    return p
 
 
 def plain(metrics: dict | None) -> dict:

@@ -1,16 +1,19 @@
-"""`synthformer compare`: the main job: train the paper's variants on the same budget and tabulate (handed to `synthformer.compare.main`)."""
+"""`synthformer compare`: the main job: train the paper's variants on the same budget and tabulate (options and
+errors: `synthformer.compare.main`)."""
 from __future__ import annotations
 
-from .delegate import add_delegated_parser, cmd_delegate
+from ._runs import add_passthrough_parser
 
 NAME = "compare"
 HELP = "the main job: train the paper's variants on the same budget and tabulate"
-PASSTHROUGH = True  # the rest of the command line goes to synthformer.compare unparsed
+PASSTHROUGH = True  # the rest of the command line goes to synthformer.compare.main unparsed
 
 
 def add_parser(sub):
-    return add_delegated_parser(sub, NAME, HELP)
+    return add_passthrough_parser(sub, NAME, HELP)
 
 
 def run(args, rest: list[str]) -> int:
-    return cmd_delegate("synthformer.compare", NAME, rest)
+    from ..compare import main
+
+    return int(main(rest) or 0)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 import sys
 
-from ..overrides import UsageError, make_train_config, parse_overrides
-from ._runs import add_trust_option, device_of, load_run, plain
+from ..overrides import UsageError, parse_overrides
+from ._runs import add_trust_option, plain
 
 NAME = "eval"
 HELP = "evaluate a run's model on its data (valid or test split)"
@@ -24,31 +24,29 @@ def add_parser(sub):
 def run(args, rest: list[str]) -> int:
     import torch
 
-    from ..runs import load_model
-    from ..train import evaluate, prepare_data
+    from ..evaluation import evaluate
+    from ..plan import open_trained, run_data
 
-    stored, model_dir, tokenizer = load_run(args.run)
     train_over, model_over = parse_overrides(rest)
     if model_over:
         raise UsageError(f"eval takes train options only, got model options {sorted(model_over)}")
     if args.max_batches < 0:
         raise UsageError(f"--max-batches={args.max_batches} must be >= 0 (0 = the whole split)")
-    clash = [k for k in RUN_FIXED if k in train_over and train_over[k] != stored["train"].get(k)]
+    say = lambda m: print(m, file=sys.stderr)  # noqa: E731
+    run = open_trained(args.run, device=None, train_overrides=train_over, log=say)
+    clash = [k for k in RUN_FIXED if k in train_over and train_over[k] != run.stored["train"].get(k)]
     if clash:  # e.g. --task mlm on an lm run: a metric of another task would be meaningless
-        given = ", ".join(f"{k}={stored['train'].get(k)}" for k in clash)
+        given = ", ".join(f"{k}={run.stored['train'].get(k)}" for k in clash)
         raise UsageError(f"{args.run} was trained with {given}; "
                          f"eval cannot change {', '.join(clash)} (drop the option)")
-    cfg = make_train_config({**stored["train"], **train_over, "resume": False})
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    model = load_model(model_dir, device=device_of(cfg.device))
-    if (cfg.seq_len or 0) > model.config.max_seq_len:
-        raise UsageError(f"--seq_len={cfg.seq_len} is longer than the model's max_seq_len="
-                         f"{model.config.max_seq_len}; give at most that")
-    data = prepare_data(cfg, cfg.seq_len or model.config.max_seq_len, tokenizer,
-                        log=lambda m: print(m, file=sys.stderr), pooling=model.config.pooling)
-    if args.split not in data.encoded:
+    if run.train.threads:
+        torch.set_num_threads(run.train.threads)
+    if (run.train.seq_len or 0) > run.model.config.max_seq_len:
+        raise UsageError(f"--seq_len={run.train.seq_len} is longer than the model's max_seq_len="
+                         f"{run.model.config.max_seq_len}; give at most that")
+    run.data = run_data(run.train, run.model.config, run.tokenizer, log=say)
+    if args.split not in run.data.encoded:
         raise UsageError(f"the data has no {args.split!r} split")
-    metrics = evaluate(data.task, model, data, cfg, split=args.split, max_batches=args.max_batches)
+    metrics = evaluate(run.data.task, run.model, run.data, run.train, split=args.split, max_batches=args.max_batches)
     print(json.dumps({"run": args.run, "split": args.split, **plain(metrics)}))
     return 0

@@ -9,8 +9,7 @@ import argparse
 
 from ..integrity import trust_unverified
 from ..runs import check_out
-from ._runs import add_trust_option
-from .delegate import add_delegated_parser
+from ._runs import add_passthrough_parser, add_trust_option
 
 NAME = "export"
 HELP = "write a run's model in another format (hf: a Hugging Face folder for the Auto classes)"
@@ -18,7 +17,7 @@ PASSTHROUGH = True  # parsed here, on use: the format parsers import their packa
 
 
 def add_parser(sub):
-    return add_delegated_parser(sub, NAME, HELP)
+    return add_passthrough_parser(sub, NAME, HELP)
 
 
 def run(args, rest: list[str]) -> int:

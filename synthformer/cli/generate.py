@@ -5,7 +5,7 @@ import json
 import math
 
 from ..overrides import UsageError
-from ._runs import add_trust_option, device_of, load_run
+from ._runs import add_trust_option, device_of
 
 NAME = "generate"
 HELP = "continue a prompt (lm), translate/answer it (seq2seq), or label it (classify)"
@@ -48,14 +48,13 @@ def decoding_options(args) -> dict:
 def run(args, rest: list[str]) -> int:
     import torch
 
-    from ..runs import load_model
+    from ..plan import open_trained
 
     if rest:
         raise UsageError(f"unexpected arguments {rest}; see `synthformer generate --help`")
     options = decoding_options(args)
-    _, model_dir, tok = load_run(args.run)
-    model = load_model(model_dir, device=device_of(args.device))
-    cfg = model.config
+    run = open_trained(args.run, device=device_of(args.device))
+    model, tok, cfg = run.model, run.tokenizer, run.model_config
     device = next(model.parameters()).device
     torch.manual_seed(args.seed)
     if cfg.kind == "classifier":

@@ -5,15 +5,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from ._runs import add_passthrough_parser
+
 NAME = "reproduce"
 HELP = "reproduce a table or figure of the paper at a budget (smoke | cpu | gpu); --list shows them"
 PASSTHROUGH = True  # parses its own options
 
 
 def add_parser(sub):
-    p = sub.add_parser(NAME, help=HELP, add_help=False)
-    p.add_argument("args", nargs=argparse.REMAINDER)
-    return p
+    return add_passthrough_parser(sub, NAME, HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,7 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ..overrides import UsageError, field_help, make_model_config, make_train_config, parse_overrides
+from ..overrides import UsageError, field_help, make_train_config, parse_overrides
 from ..runs import read_run_config
 from ._runs import add_trust_option, plain
 
@@ -23,7 +23,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args, rest: list[str]) -> int:
-    from ..tasks import TASKS
+    from ..plan import check_model_overrides
     from ..train import RESUME_FREE, train
 
     train_over, model_over = parse_overrides(rest, args.config)
@@ -44,8 +44,7 @@ def run(args, rest: list[str]) -> int:
         result = train(cfg)
     else:
         cfg = make_train_config(train_over)
-        kind = TASKS[cfg.task].model_kind  # the task's model kind: linformer is fine in an mlm encoder
-        make_model_config(cfg.preset, {"kind": kind, **model_over})  # a bad model option fails before any data is read
+        check_model_overrides(cfg, model_over)  # a bad model option fails before any data is read
         result = train(cfg, model_over)
     if "stopped_at" not in result and result.get("rank", 0) == 0:  # one summary line, from rank 0
         print(json.dumps({"out": result["out"], "step": result["step"], "valid": plain(result["valid"]),

@@ -136,19 +136,22 @@ def baseline_options(name: str) -> tuple[str, ...]:
     return tuple(p for p, v in params.items() if v.kind is v.KEYWORD_ONLY and p not in ("causal", "dropout"))
 
 
-def build_token_mixer(spec: str | list[str] | tuple[str, ...], *, embed_dim: int, num_heads: int,
+def build_token_mixer(spec: str | list[str] | tuple[str, ...] | MixerSpec, *, embed_dim: int, num_heads: int,
                       max_seq_len: int, causal: bool = False, cross: bool = False, dropout: float = 0.0,
-                      field: str = "attention", **options) -> nn.Module:
+                      field: str = "attention", synthesizer_options=None, **options) -> nn.Module:
     """The module for ``spec`` in a slot; ``options`` may hold every model-level mixer option
-    (factorized_k, dense_factors, random_init_scale, random_init, kernel_size, linformer_k): each mixer takes its own."""
-    m = check_slot(spec, causal=causal, cross=cross, field=field)
+    (factorized_k, dense_factors, random_init_scale, random_init, kernel_size, linformer_k): each mixer takes its own.
+    ``synthesizer_options`` (a SynthesizerOptions, as a ModelConfig holds it) goes to a synthesizer as it is."""
+    m = spec if isinstance(spec, MixerSpec) else check_slot(spec, causal=causal, cross=cross, field=field)
+    if (cross and not m.cross) or (causal and not m.causal):
+        check_slot(m.name, causal=causal, cross=cross, field=field)  # a resolved spec in a slot it cannot fill
     if m.is_baseline:
         mine = {k: v for k, v in options.items() if k in baseline_options(m.name)}
         return BASELINES[m.name].cls(embed_dim, num_heads, max_seq_len, causal=causal, dropout=dropout, **mine)
-    mine = {k: v for k, v in options.items() if k in SYNTHESIZER_OPTIONS}
+    mine = {k: v for k, v in options.items() if k in SYNTHESIZER_OPTIONS} if synthesizer_options is None else {}
     # a cross-attention layer is never causal: it sees the whole encoder output
     return SyntheticAttention(embed_dim, num_heads, max_seq_len, m.members, causal=causal and not cross,
-                              dropout=dropout, **mine)
+                              dropout=dropout, options=synthesizer_options, **mine)
 
 
 def mixer_state_numel(spec, *, embed_dim: int, num_heads: int, max_seq_len: int, causal: bool = False,

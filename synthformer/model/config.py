@@ -1,4 +1,10 @@
-"""ModelConfig: one typed config for every model kind, with named presets."""
+"""ModelConfig: one typed config for every model kind, with named presets.
+
+The synthesizers' options are declared once, in :class:`~synthformer.attention.base.SynthesizerOptions`
+(type, default, help comment, range rule): ModelConfig takes them over as fields of its own
+(:func:`with_options`), builds the options object once (``cfg.synthesizer_options``) and the layers
+receive that object. Types are checked by synthformer.typed, like TrainConfig's.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -8,8 +14,10 @@ from dataclasses import dataclass, field
 import math
 import os
 
+from ..attention.base import SynthesizerOptions
 from ..errors import ConfigError
-from ..mixers import check_slot, mixer_state_numel, resolve_mixer
+from ..mixers import MixerSpec, check_slot, mixer_state_numel, resolve_mixer
+from ..typed import check_fields
 
 KINDS = ("lm", "classifier", "seq2seq", "mlm")
 
@@ -21,11 +29,31 @@ PRESETS: dict[str, dict] = {
 }
 
 AttentionSpec = str | list  # one spec for all layers, or a list with one spec per layer
+NOT_IN_CONFIG = ("bias",)  # SynthesizerOptions a model config does not set (the layer's default)
+
+
+def with_options(options_cls, skip: tuple[str, ...] = ()):
+    """Class decorator (under ``@dataclass``): every field of the dataclass `options_cls` but `skip`
+    becomes a field of the decorated class, with its type and default; ``metadata["declared_in"]``
+    names the class whose source holds its help comment."""
+    def add(cls):
+        for f in dataclasses.fields(options_cls):
+            if f.name not in skip:
+                cls.__annotations__[f.name] = f.type
+                setattr(cls, f.name, field(default=f.default, metadata={"declared_in": options_cls}))
+        return cls
+    return add
 
 
 @dataclass
+@with_options(SynthesizerOptions, skip=NOT_IN_CONFIG)
 class ModelConfig:
-    """Everything needed to rebuild a model; stored with every checkpoint and result row."""
+    """Everything needed to rebuild a model; stored with every checkpoint and result row.
+
+    Also the synthesizers' options (factorized_k, dense_factors, random_init_scale, random_init: see
+    SynthesizerOptions). Derived once on construction, not fields: ``synthesizer_options`` (what every
+    synthetic attention layer receives) and the resolved token mixer of every slot (``mixer_spec``).
+    Treat a ModelConfig as immutable: use ``dataclasses.replace`` for another one."""
 
     kind: str = "lm"  # lm | classifier | seq2seq | mlm
     vocab_size: int = 1000  # tokens in the vocabulary (shared by source and target in seq2seq)
@@ -46,19 +74,25 @@ class ModelConfig:
     pad_id: int = 0  # padding token
     bos_id: int = 1  # begin-of-sequence token (seq2seq decoding starts with it)
     eos_id: int = 2  # end-of-sequence token (generation stops at it)
-    factorized_k: int = 8  # rank of Factorized Random (paper: 8; 32 for encoding tasks)
-    dense_factors: tuple[int, int] | None = None  # (a, b) of Factorized Dense, a*b = max_seq_len; None = automatic
-    random_init_scale: float = 1.0  # multiplier of the per-head Xavier-uniform bound of R / FR tables (the official code's 3-D Glorot is ~sqrt(2/(H+N)); docs/recipe.md)
-    random_init: str = "xavier"  # R / FR table init: "xavier" per head, bound sqrt(6/(2N)); "glorot3d" the official Mesh TF fans over [N, H, N], bound sqrt(6/(N(H+N)))
     kernel_size: int = 7  # lightconv / dynamicconv kernel width
     linformer_k: int = 32  # linformer projected length
     extra: dict = field(default_factory=dict)  # free-form notes carried along (e.g. tokenizer kind); not used to build
 
     def __post_init__(self):
-        """Fail fast: every field is checked here, so a config that exists can be built."""
-        if self.dense_factors is not None and isinstance(self.dense_factors, list):
-            self.dense_factors = tuple(self.dense_factors)
-        validate(self)
+        """Fail fast: every field is checked here, so a config that exists can be built (the memory it
+        needs is checked where a model is built for training: :func:`check_memory`)."""
+        check_fields(self, RULES)
+        self.synthesizer_options = SynthesizerOptions(**{name: getattr(self, name) for name in OPTION_FIELDS})
+        self._mixers = validate(self)
+
+    def mixer_spec(self, spec) -> MixerSpec:
+        """The resolved token mixer of a slot spec of this config (resolved once, on construction; a
+        spec the config does not hold is resolved now, and its slot checked where it is built)."""
+        return self._mixers.get(repr(spec)) or resolve_mixer(spec)
+
+    def baseline_options(self) -> dict:
+        """The options the baseline mixers take (each takes its own)."""
+        return {name: getattr(self, name) for name in BASELINE_OPTIONS}
 
     @property
     def decoder_layers(self) -> int:
@@ -98,71 +132,34 @@ class ModelConfig:
 POOLINGS = ("mean", "cls")
 BYTES_PER_VALUE = 4  # float32 parameters and buffers
 POSITIVE_INTS = ("vocab_size", "embed_dim", "num_heads", "num_layers", "ffn_dim", "max_seq_len", "num_classes",
-                 "factorized_k", "kernel_size", "linformer_k")
+                 "kernel_size", "linformer_k")
 TOKEN_IDS = ("pad_id", "bos_id", "eos_id")
-MIXER_OPTIONS = ("factorized_k", "dense_factors", "random_init_scale", "random_init", "kernel_size", "linformer_k")
+OPTION_FIELDS = tuple(f.name for f in dataclasses.fields(SynthesizerOptions) if f.name not in NOT_IN_CONFIG)
+BASELINE_OPTIONS = ("kernel_size", "linformer_k")
+
+# Range of every field whose type alone does not say it (the synthesizer options: SynthesizerOptions's rules).
+RULES: dict[str, tuple] = {
+    "kind": (lambda v: v in KINDS, f"one of {', '.join(KINDS)}"),
+    "pooling": (lambda v: v in POOLINGS, f"one of {', '.join(POOLINGS)}"),
+    **{name: (lambda v: v >= 1, "a positive integer") for name in POSITIVE_INTS},
+    "num_decoder_layers": (lambda v: v >= 1, "positive (or None = num_layers)"),
+    "dropout": (lambda v: 0.0 <= v < 1.0, "in [0, 1), e.g. 0.1"),
+    "attention_dropout": (lambda v: 0.0 <= v < 1.0, "in [0, 1), e.g. 0.1"),
+}
 
 
-def validate(cfg: ModelConfig) -> None:
-    """Raise ConfigError (one line: field, value, fix) unless every field of ``cfg`` is usable."""
-    _check_types(cfg)
-    _check_ranges(cfg)
+def validate(cfg: ModelConfig) -> dict[str, MixerSpec]:
+    """Raise ConfigError (one line: field, value, fix) unless the fields of ``cfg`` (each already of
+    its type and range) fit together; returns the resolved mixer of every slot spec (by ``repr``)."""
+    _check_combinations(cfg)
+    mixers = {}
     for field_name, spec, causal, cross in slots(cfg):
-        check_slot(spec, causal=causal, cross=cross, field=field_name)
-    _check_mixer_options(cfg)
-    _check_memory(cfg)
+        mixers[repr(spec)] = check_slot(spec, causal=causal, cross=cross, field=field_name)
+    _check_mixer_options(cfg, mixers.values())
+    return mixers
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _check_types(cfg: ModelConfig) -> None:
-    if cfg.kind not in KINDS:
-        raise ConfigError(f"kind={cfg.kind!r} is not one of {', '.join(KINDS)}")
-    if cfg.random_init not in ("xavier", "glorot3d"):
-        raise ConfigError(f"random_init={cfg.random_init!r} must be one of xavier, glorot3d")
-    if cfg.pooling not in POOLINGS:
-        raise ConfigError(f"pooling={cfg.pooling!r} must be one of {', '.join(POOLINGS)}")
-    for name in POSITIVE_INTS + TOKEN_IDS:
-        if not _is_int(getattr(cfg, name)):
-            raise ConfigError(f"{name}={getattr(cfg, name)!r} must be an integer")
-    if cfg.num_decoder_layers is not None and not _is_int(cfg.num_decoder_layers):
-        raise ConfigError(f"num_decoder_layers={cfg.num_decoder_layers!r} must be an integer or None")
-    for name in ("dropout", "attention_dropout", "random_init_scale"):
-        value = getattr(cfg, name)
-        if not _is_number(value) or not math.isfinite(value):
-            raise ConfigError(f"{name}={value!r} must be a finite number")
-    if not isinstance(cfg.tie_embeddings, bool):
-        raise ConfigError(f"tie_embeddings={cfg.tie_embeddings!r} must be true or false")
-    if not isinstance(cfg.extra, dict):
-        raise ConfigError(f"extra={cfg.extra!r} must be a mapping")
-    for name in ("attention", "decoder_attention"):
-        spec = getattr(cfg, name)
-        if isinstance(spec, (list, tuple)):
-            layers = cfg.num_layers if name == "attention" else cfg.decoder_layers
-            if len(spec) != layers:
-                raise ConfigError(f"{name}: attention list {list(spec)} has {len(spec)} entries for {layers} layers; "
-                                  f"give one spec per layer or a single spec for all")
-            for i, s in enumerate(spec):
-                resolve_mixer(s, f"{name}[{i}]")
-        elif spec is not None or name == "attention":
-            resolve_mixer(spec, name)
-    if not isinstance(cfg.cross_attention, str):
-        raise ConfigError(f"cross_attention={cfg.cross_attention!r} must be one spec, e.g. 'vanilla'")
-    resolve_mixer(cfg.cross_attention, "cross_attention")
-
-
-def _check_ranges(cfg: ModelConfig) -> None:
-    for name in POSITIVE_INTS:
-        if getattr(cfg, name) < 1:
-            raise ConfigError(f"{name}={getattr(cfg, name)} must be a positive integer")
-    if cfg.num_decoder_layers is not None and cfg.num_decoder_layers < 1:
-        raise ConfigError(f"num_decoder_layers={cfg.num_decoder_layers} must be positive (or None = num_layers)")
+def _check_combinations(cfg: ModelConfig) -> None:
     if cfg.embed_dim % cfg.num_heads:
         divisors = [h for h in range(1, min(cfg.embed_dim, 64) + 1) if cfg.embed_dim % h == 0]
         raise ConfigError(f"num_heads={cfg.num_heads} must divide embed_dim={cfg.embed_dim}; "
@@ -170,11 +167,18 @@ def _check_ranges(cfg: ModelConfig) -> None:
     for name in TOKEN_IDS:
         if not 0 <= getattr(cfg, name) < cfg.vocab_size:
             raise ConfigError(f"{name}={getattr(cfg, name)} must be a token id in [0, vocab_size={cfg.vocab_size})")
-    for name in ("dropout", "attention_dropout"):
-        if not 0.0 <= getattr(cfg, name) < 1.0:
-            raise ConfigError(f"{name}={getattr(cfg, name)} must be in [0, 1), e.g. 0.1")
-    if cfg.random_init_scale <= 0:
-        raise ConfigError(f"random_init_scale={cfg.random_init_scale} must be > 0 (1.0 = per-head Xavier-uniform)")
+    for name in ("attention", "decoder_attention"):
+        spec = getattr(cfg, name)
+        if isinstance(spec, list):
+            layers = cfg.num_layers if name == "attention" else cfg.decoder_layers
+            if len(spec) != layers:
+                raise ConfigError(f"{name}: attention list {spec} has {len(spec)} entries for {layers} layers; "
+                                  f"give one spec per layer or a single spec for all")
+            for i, s in enumerate(spec):
+                resolve_mixer(s, f"{name}[{i}]")
+        elif spec is not None:
+            resolve_mixer(spec, name)  # a typo in a field the model kind does not use is still an error
+    resolve_mixer(cfg.cross_attention, "cross_attention")
 
 
 def slots(cfg: ModelConfig) -> list[tuple[str, object, bool, bool]]:
@@ -196,22 +200,15 @@ def slots(cfg: ModelConfig) -> list[tuple[str, object, bool, bool]]:
             + [("cross_attention", cfg.cross_attention, False, True)] * cfg.decoder_layers)
 
 
-def mixer_options(cfg: ModelConfig) -> dict:
-    """The model-level mixer options (each mixer takes the ones it knows)."""
-    return {name: getattr(cfg, name) for name in MIXER_OPTIONS}
-
-
-def _check_mixer_options(cfg: ModelConfig) -> None:
-    members = {m for _, spec, _, _ in slots(cfg) for m in resolve_mixer(spec).members}
+def _check_mixer_options(cfg: ModelConfig, mixers) -> None:
+    """The options against max_seq_len (their own ranges: SynthesizerOptions)."""
+    members = {m for mixer in mixers for m in mixer.members}
     n = cfg.max_seq_len
     if "factorized_random" in members and cfg.factorized_k > n:
         raise ConfigError(f"factorized_k={cfg.factorized_k} must be between 1 and max_seq_len={n} "
                           "(paper: 8; 32 for encoding tasks)")
     if cfg.dense_factors is not None:
         pair = cfg.dense_factors
-        if not (isinstance(pair, tuple) and len(pair) == 2 and all(_is_int(v) and v >= 1 for v in pair)):
-            raise ConfigError(f"dense_factors={pair!r} must be a pair of positive integers (a, b) with a*b = "
-                              f"max_seq_len={n}, or None for the pair nearest sqrt({n})")
         if pair[0] * pair[1] != n:
             a = max(d for d in range(1, math.isqrt(n) + 1) if n % d == 0)
             raise ConfigError(f"dense_factors={pair} multiply to {pair[0] * pair[1]}, not max_seq_len={n}; "
@@ -231,7 +228,8 @@ def estimate_parameter_bytes(cfg: ModelConfig) -> int:
         key = (str(spec), causal, cross)
         if key not in counted:
             counted[key] = mixer_state_numel(spec, embed_dim=d, num_heads=cfg.num_heads, max_seq_len=n,
-                                             causal=causal, cross=cross, **mixer_options(cfg))
+                                             causal=causal, cross=cross, synthesizer_options=cfg.synthesizer_options,
+                                             **cfg.baseline_options())
         numel += counted[key] + (2 * d if cross else block)  # a cross slot adds its own LayerNorm
     stacks = 2 if cfg.kind == "seq2seq" else 1
     return (numel + stacks * 2 * d) * BYTES_PER_VALUE  # final LayerNorm of each stack
@@ -245,7 +243,9 @@ def physical_memory_bytes() -> int | None:
         return None
 
 
-def _check_memory(cfg: ModelConfig) -> None:
+def check_memory(cfg: ModelConfig) -> None:
+    """ConfigError when the parameters of the model of ``cfg`` alone exceed this machine's physical memory
+    (checked where a model is built for training, not when a stored config is read)."""
     need, have = estimate_parameter_bytes(cfg), physical_memory_bytes()
     if have is not None and need > have:
         sizes = ", ".join(f"{k}={getattr(cfg, k)}" for k in ("embed_dim", "num_layers", "max_seq_len", "vocab_size"))

@@ -4,15 +4,16 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from ..mixers import build_token_mixer as build_mixer_for_slot
-from .config import ModelConfig, mixer_options
+from .config import ModelConfig
 
 
 def build_token_mixer(spec: str, cfg: ModelConfig, causal: bool, cross: bool = False) -> nn.Module:
-    """The token mixer of one slot (a synthesizer mixture or a baseline), from the mixer registry."""
+    """The token mixer of one slot (a synthesizer mixture or a baseline), from the mixer registry: the
+    spec as ``cfg`` resolved it, with the options ``cfg`` holds (no string is parsed again here)."""
     field = "cross_attention" if cross else "attention"
-    return build_mixer_for_slot(spec, embed_dim=cfg.embed_dim, num_heads=cfg.num_heads, max_seq_len=cfg.max_seq_len,
-                                causal=causal, cross=cross, dropout=cfg.attention_dropout, field=field,
-                                **mixer_options(cfg))
+    return build_mixer_for_slot(cfg.mixer_spec(spec), embed_dim=cfg.embed_dim, num_heads=cfg.num_heads,
+                                max_seq_len=cfg.max_seq_len, causal=causal, cross=cross, dropout=cfg.attention_dropout,
+                                field=field, synthesizer_options=cfg.synthesizer_options, **cfg.baseline_options())
 
 
 class FeedForward(nn.Sequential):

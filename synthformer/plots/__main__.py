@@ -1,6 +1,6 @@
-"""``python -m synthformer.plots ...`` = ``synthformer plot ...``."""
+"""``python -m synthformer.plots ...`` = ``synthformer plot ...`` (an entry point, like the console script)."""
 import sys
 
-from . import main
+from ..cli import main
 
-sys.exit(main(sys.argv[1:]))
+sys.exit(main(["plot", *sys.argv[1:]]))

@@ -17,8 +17,6 @@ A run's input is one batch of its validation data (:func:`validation_input`) or 
 from __future__ import annotations
 
 import functools
-import json
-import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +25,10 @@ import torch
 from torch import Tensor, nn
 
 from ..attention import SyntheticAttention
+from ..checkpoint import RunError
 from ..errors import InputError, SynthformerError
 from ..mixers import DynamicConv, LightConv
+from ..plan import TrainedRun, open_trained
 
 # Token mixers whose need_weights=True gives an (B, H, Lq, Lk) matrix over the keys. LightConv and
 # DynamicConv give their convolution as a banded matrix; Linformer's weights cover k projected keys,
@@ -118,72 +118,16 @@ def select_layers(all_sites: list[Site], layers: str | None, default: str = "all
 
 
 # ----------------------------------------------------------------------------- a run's model and input
-@dataclass
-class Run:
-    """A trained run opened for figures: its folder, stored config, model (eval mode) and tokenizer."""
-
-    folder: Path
-    stored: dict  # config.json of the run: {"model": ..., "train": ...}
-    model: nn.Module
-    tokenizer: object
-    model_dir: Path  # the weights used: model/ or a checkpoint
-
-    @property
-    def train(self) -> dict:
-        return self.stored["train"]
-
-    @property
-    def seq_len(self) -> int:
-        """The length the run trained on (its seq_len, else the model's max_seq_len)."""
-        return int(self.train.get("seq_len") or self.model.config.max_seq_len)
-
-    @property
-    def name(self) -> str:
-        """The run's token mixers in the paper's notation, e.g. ``R+V`` (``V/R`` when layers differ)."""
-        mixers = [s.spec for s in sites(self.model)]
-        return "/".join(dict.fromkeys(mixers))
+Run = TrainedRun  # a trained run as synthformer.plan.open_trained opens it (model in eval mode, tokenizer, configs)
 
 
-def open_run(path: str | Path, device: str = "cpu") -> Run:
-    """The run at ``path``: a run folder (its final model, else its latest checkpoint), or one of its
-    checkpoints (``RUN/checkpoints/step-N``) or its ``RUN/model`` folder (that model, the run's data)."""
-    from ..checkpoint import latest_checkpoint
-    from ..model import load
-    from ..runs import load_run_tokenizer, read_run_config
-
-    path = Path(path)
-    if not path.is_dir():
-        raise InputError(f"--run {path}: not a folder; give a run folder (the --out of synthformer train) or one of "
-                         "its checkpoints")
-    folder, model_dir = path, None
-    if (path / "model.safetensors").is_file():  # a model or checkpoint folder inside a run
-        model_dir = path
-        folder = next((p for p in (path.parent, path.parent.parent) if _is_run(p)), None)
-        if folder is None:
-            raise InputError(f"--run {path}: a model folder outside a run folder; the figures need the run's "
-                             "config.json and tokenizer.json (give the run folder)")
-    elif not _is_run(path):
-        raise InputError(f"--run {path}: not a run folder (no config.json with model and train); give the --out "
-                         "of synthformer train")
-    stored = read_run_config(folder)
-    tokenizer = load_run_tokenizer(folder)
-    if model_dir is None:
-        model_dir = folder / "model"
-        if not (model_dir / "model.safetensors").is_file():
-            model_dir = latest_checkpoint(folder)
-            if model_dir is None:
-                raise InputError(f"--run {folder}: no model yet (no model/ and no checkpoint); train it first")
-            print(f"note: {folder} is not finished; using checkpoint {model_dir.name}", file=sys.stderr)
-    model = load(model_dir, device=device).eval()
-    return Run(folder, stored, model, tokenizer, model_dir)
-
-
-def _is_run(path: Path) -> bool:
+def load_run(path: str | Path, device: str = "cpu") -> Run:
+    """The run at ``path`` (a run folder, or one of its checkpoints or its ``model/``) for figures:
+    :func:`synthformer.plan.open_trained`, its errors as one-line InputErrors naming ``--run``."""
     try:
-        stored = json.loads((path / "config.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(stored, dict) and isinstance(stored.get("model"), dict) and isinstance(stored.get("train"), dict)
+        return open_trained(path, device=device)
+    except RunError as e:
+        raise InputError(f"--run {e}") from None
 
 
 def initial_model(run: Run) -> nn.Module:
@@ -193,7 +137,7 @@ def initial_model(run: Run) -> nn.Module:
 
     state = torch.random.get_rng_state()
     try:
-        torch.manual_seed(int(run.train.get("seed", 0)))
+        torch.manual_seed(run.train.seed)
         model = build_model(run.model.config)
     finally:
         torch.random.set_rng_state(state)
@@ -247,16 +191,15 @@ def validation_input(run: Run, examples: int = 8) -> ModelInput:
     from ..tasks import build_task
 
     train = run.train
-    options = {"pooling": run.model.config.pooling} if train.get("task") == "classify" else {}
-    task = build_task(train.get("task", "lm"), **options)
+    options = {"pooling": run.model.config.pooling} if train.task == "classify" else {}
+    task = build_task(train.task, **options)
     try:
-        splits = load_source(train["data"], task.data_task, max_examples=train.get("max_examples"),
-                             seed=int(train.get("seed", 0)))
+        splits = load_source(train.data, task.data_task, max_examples=train.max_examples, seed=train.seed)
     except SynthformerError as e:
         raise InputError(f"the run's data is not available ({e}); give --text to use your own input") from None
     split = "valid" if splits.valid else "test"
     if not getattr(splits, split):
-        raise InputError(f"the run's data {train['data']!r} has no validation examples; give --text")
+        raise InputError(f"the run's data {train.data!r} has no validation examples; give --text")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # truncation to the trained length is expected here
         encoded = task.encode(getattr(splits, split), run.tokenizer, run.seq_len)

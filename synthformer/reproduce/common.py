@@ -275,27 +275,16 @@ def markdown_table(head: list[str], rows: list[list]) -> str:
 def open_grid_data(run_dir: Path, log=None):
     """(TrainConfig, TaskData) of a trained run, encoded with its own tokenizer (every run of a grid
     shares it, so one call serves the whole grid)."""
-    from ..model import ModelConfig
-    from ..overrides import make_train_config
-    from ..runs import load_run_tokenizer, read_run_config
-    from ..train import prepare_data
+    from ..plan import open_trained
 
-    stored = read_run_config(run_dir)
-    cfg = make_train_config({**stored["train"], "resume": False})
-    model_cfg = ModelConfig.from_dict(stored["model"])
-    data = prepare_data(cfg, cfg.seq_len or model_cfg.max_seq_len, load_run_tokenizer(run_dir),
-                        log=log or (lambda *a: None), pooling=model_cfg.pooling)
-    return cfg, data
+    run = open_trained(run_dir, with_data=True, log=log or (lambda *a: None))
+    return run.train, run.data
 
 
 def load_model(run_dir: Path, device: str = "cpu"):
-    from ..model import load
-    from ..runs import run_model_folder
+    from ..plan import open_trained
 
-    model_dir, _ = run_model_folder(run_dir)
-    model = load(model_dir, device=device)
-    model.eval()
-    return model
+    return open_trained(run_dir, device=device, log=lambda *a: None).model
 
 
 def replace(obj, **kw):

@@ -36,19 +36,16 @@ def grids(budget: str) -> list[Grid]:
                  kind="lm", note="The models the figures show (trained with the same data and budget).")]
 
 
-def draw(what: str, runs: list[str], out, title: str, extra: tuple = ()) -> None:
-    """One figure through `synthformer plot` (histograms | attention); a failure is a ReproduceError."""
-    import contextlib
-    import io
+def draw(what: str, runs: list[str], out, title: str, extra: dict | None = None) -> None:
+    """One figure as `synthformer plot` draws it (histograms | attention); a failure is a ReproduceError."""
+    from ..errors import SynthformerError
+    from ..plots import attention_figure, histograms_figure
 
-    from ..plots import main as plot_main
-
-    argv = [what] + [a for r in runs for a in ("--run", str(r))] + ["--out", str(out), "--title", title, *extra]
-    err = io.StringIO()
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-        code = plot_main(argv)
-    if code != 0:
-        raise ReproduceError(f"synthformer plot {what} failed: {err.getvalue().strip().splitlines()[-1:] or code}")
+    figure = {"histograms": histograms_figure, "attention": attention_figure}[what]
+    try:
+        figure([str(r) for r in runs], out, title=title, **(extra or {}))
+    except (SynthformerError, OSError) as e:
+        raise ReproduceError(f"synthformer plot {what} failed: {e}") from None
 
 
 def weight_var(run_dir, examples: int) -> float:
@@ -56,9 +53,9 @@ def weight_var(run_dir, examples: int) -> float:
     the layers the histograms draw (first, middle, last) of each layer's variance, from the same values
     as `synthformer plot histograms` (`plots.attention.weight_histograms`)."""
     from ..plots.attention import weight_histograms
-    from ..plots.weights import open_run, validation_input
+    from ..plots.weights import load_run, validation_input
 
-    run = open_run(run_dir)
+    run = load_run(run_dir)
     hists = weight_histograms(run, validation_input(run, examples), run.name, init=False)
     return sum(h.std ** 2 for h in hists) / len(hists)
 
@@ -88,10 +85,10 @@ def run(ctx):
     add_weight_var(results, 2 if smoke else 8)
     figures = [("histograms", "histograms.png",
                 f"Attention weights of {names} LMs at several layers, trained and initial (paper Figures 2-3)",
-                ("--examples", "2", "--bins", "20") if smoke else ()),
+                dict(examples=2, bins=20) if smoke else None),
                ("attention", "attention.png",
                 f"{names}: learned softmax(R) tables and weights on a validation input per layer and head "
-                "(paper Figures 4-7)", ("--layers", "1") if smoke else ())]
+                "(paper Figures 4-7)", dict(layers="1") if smoke else None)]
     images, lines = [], []
     for what, file, title, extra in figures:
         if not (ctx.out / file).exists():

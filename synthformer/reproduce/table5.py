@@ -34,7 +34,7 @@ MISSING = ("table5 needs synthformer.finetune.pretrain_finetune (the pretrain-th
 
 def _pipeline():
     try:
-        from ..finetune import pretrain_finetune
+        from ..finetune_suite import pretrain_finetune
     except ModuleNotFoundError as e:
         if e.name != "synthformer.finetune":
             raise
@@ -103,7 +103,7 @@ def sst2_findings(results: dict) -> list:
 def section(results: dict) -> Section:
     """The report section: pretrain_finetune's own report (per-task scores, averages, deltas vs V, the
     paper's GLUE/SuperGLUE columns) and its findings, plus the SST-2 claims on the sentiment task."""
-    from ..finetune import report_markdown
+    from ..finetune_suite import report_markdown
 
     text = report_markdown(results)
     text = text.split("## The paper's Table 5-6 claims")[0]  # the claims table of report.md lists them

@@ -1,71 +1,32 @@
-"""The ``synthformer bench`` command line: parse, build the case groups, time them, write rows, print tables."""
+"""``synthformer bench``, run: build the case groups of the parsed options, time them, write rows, print
+tables. The options and the error policy are the command line's (synthformer/cli/bench.py)."""
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from dataclasses import asdict
 
 import torch
 
-from ..errors import ConfigError
-from ..model import ModelConfig
-from .cases import (DEFAULT_MODEL_VARIANTS, DEFAULT_VARIANTS, PRECISIONS, canonical_variant, layer_case,
-                    model_case, with_precision)
+from ..errors import ConfigError, SynthformerError
+from ..model import PRESETS
+from .cases import PRECISIONS, canonical_variant, layer_case, model_case, with_precision
 from .measure import bf16_units, device_name, matmul_gflops, run_cases
-from .report import DEFAULT_TARGETS, Row, load_targets, ratio_table, targets_table, to_row
+from .report import Row, load_targets, ratio_table, targets_table, to_row
 
 SCOPES, MODES = ("layer", "model"), ("train", "infer", "decode")
-DESCRIPTION = ("``synthformer bench``: time synthetic attention against vanilla and the baselines; "
-               "write JSONL rows.")
+
+
+class BenchError(SynthformerError):
+    """A bad benchmark option or input file (one line, exit status 2)."""
 
 
 def _csv(text: str, cast=str) -> list:
     return [cast(t.strip()) for t in text.split(",") if t.strip()]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="synthformer bench", description=DESCRIPTION,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--scope", default="layer,model", help="layer, model or both (comma-separated)")
-    p.add_argument("--modes", default="train,infer,decode", help="train, infer, decode (decode: model scope only)")
-    p.add_argument("--lengths", default="256,1024,4096", help="layer sequence lengths")
-    p.add_argument("--model-lengths", default="256", help="model sequence lengths (tiny preset, max_seq_len = L)")
-    p.add_argument("--tokens", type=int, default=8192, help="tokens per batch (batch = tokens // length)")
-    p.add_argument("--model-tokens", type=int, default=4096, help="tokens per batch of the model scope")
-    p.add_argument("--variants", default=DEFAULT_VARIANTS, help="layer variants: specs or baseline names")
-    p.add_argument("--model-variants", default=DEFAULT_MODEL_VARIANTS, help="model variants")
-    p.add_argument("--embed-dim", type=int, default=256)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--causal", action="store_true", help="causal layer (the model scope is always a causal LM)")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
-                   help="dtype of weights and inputs (pure low precision; see --precision for autocast)")
-    p.add_argument("--precision", default="fp32",
-                   help="fp32, bf16 or fp32,bf16: bf16 = autocast to bfloat16 over fp32 weights, as "
-                        "train --precision bf16; both are interleaved per group and compared")
-    p.add_argument("--bf16-lengths", default=None, help="layer lengths of the bf16 cases (default: --lengths)")
-    p.add_argument("--bf16-model-lengths", default=None,
-                   help="model lengths of the bf16 cases (default: --model-lengths; decode runs in fp32 only)")
-    p.add_argument("--bf16-variants", default=None, help="layer and model variants of the bf16 cases (default: all)")
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-    p.add_argument("--repeats", type=int, default=3, help="timed steps per case (median reported)")
-    p.add_argument("--decode-repeats", type=int, default=None, help="timed steps of decode cases (default: --repeats)")
-    p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--preset", default="tiny", help="model preset for the model scope")
-    p.add_argument("--decode-batch", type=int, default=8)
-    p.add_argument("--no-memory", action="store_true", help="skip the peak-memory step")
-    p.add_argument("--out", default=None, help="append JSONL rows to this file")
-    p.add_argument("--report", default=None, metavar="JSONL",
-                   help="run nothing: print the targets table (markdown) from an earlier --out file")
-    p.add_argument("--targets", default=str(DEFAULT_TARGETS), metavar="YAML",
-                   help="targets file of --report (default: the targets.yaml shipped with synthformer.bench)")
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``synthformer bench``; returns an exit code."""
-    args = build_parser().parse_args(argv)
+def run_benchmarks(args) -> int:
+    """Run the benchmarks of the parsed options `args` (or, with ``args.report``, print the targets table
+    of an earlier run); the caller's torch thread count is restored on return. Bad input: BenchError."""
     threads = torch.get_num_threads()
     try:
         return _report(args) if args.report else _run(args)
@@ -73,22 +34,13 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(threads)  # callers in the same process keep their setting
 
 
-def _error(message) -> int:
-    print(f"synthformer bench: error: {message}", file=sys.stderr)
-    return 2
-
-
 def _report(args) -> int:
     try:
         with open(args.report) as f:
             rows = [json.loads(line) for line in f if line.strip()]
     except (OSError, json.JSONDecodeError) as e:
-        return _error(f"cannot read --report {args.report}: {e}")
-    try:
-        targets = load_targets(args.targets)
-    except ConfigError as e:
-        return _error(e)
-    print(targets_table(rows, targets))
+        raise BenchError(f"cannot read --report {args.report}: {e}") from None
+    print(targets_table(rows, load_targets(args.targets)))  # a bad targets file: ConfigError
     return 0
 
 
@@ -100,6 +52,8 @@ def _resolve(args):
     dtype = getattr(torch, args.dtype)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.preset not in PRESETS:
+        raise ValueError(f"--preset {args.preset!r}: use one of {', '.join(PRESETS)}")
     scopes, modes = _csv(args.scope), _csv(args.modes)
     bad = [s for s in scopes if s not in SCOPES] + [m for m in modes if m not in MODES]
     if bad:
@@ -160,7 +114,7 @@ def _run(args) -> int:
     try:
         device, dtype, scopes, modes, layer_vars, model_vars = _resolve(args)
     except ValueError as e:  # a bad flag value (the registries raise ValueError subclasses)
-        return _error(e)
+        raise BenchError(str(e)) from None
     matmul = {"fp32": matmul_gflops(device, torch.float32), "bf16": matmul_gflops(device, torch.bfloat16)}
     machine = (f"device {device_name(device)}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
                f"matmul {matmul['fp32']} GFLOP/s fp32, {matmul['bf16']} GFLOP/s bf16; bf16 units: {bf16_units(device)}")
@@ -175,8 +129,8 @@ def _run(args) -> int:
         if key[0] == "layer":
             d, h, causal = args.embed_dim, args.heads, args.causal
         else:
-            cfg = ModelConfig.preset(args.preset)
-            d, h, causal = cfg.embed_dim, cfg.num_heads, True
+            shape = PRESETS[args.preset]
+            d, h, causal = shape["embed_dim"], shape["num_heads"], True
         for r in res:
             row = to_row(r, dtype, device, d, h, causal, matmul)
             rows.append(row)
