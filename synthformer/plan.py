@@ -69,6 +69,16 @@ def model_config(cfg: TrainConfig, overrides: dict, data: TaskData) -> ModelConf
     return ModelConfig.preset(cfg.preset, **fields)
 
 
+def has_position_tables(task: str, preset: str, overrides: dict, variant: str) -> bool:
+    """Whether `variant` has trainable position tables (what ``table_lr_mult`` acts on), read off a
+    model built from its config (a tiny vocabulary: the tables do not depend on it)."""
+    from .model import build_model
+    from .optim import position_tables
+
+    fields = {"vocab_size": 300, **overrides, "kind": TASKS[task].model_kind, "attention": variant}
+    return bool(position_tables(build_model(ModelConfig.preset(preset, **fields)), embeddings=False))
+
+
 # ----------------------------------------------------------------------------- a stored run
 def stored_model_config(stored: dict, folder: Path) -> ModelConfig:
     """The ModelConfig of the config.json (``stored``) of the run in `folder`; RunError naming the file

@@ -73,14 +73,10 @@ class TuneConfig:
 
 
 def has_tables(task: str, preset: str, model_overrides: dict, variant: str) -> bool:
-    """Whether `variant` has trainable position tables (what ``table_lr_mult`` acts on), read off a
-    model built from its config (a tiny vocabulary: the tables do not depend on it)."""
-    from .model import ModelConfig, build_model
-    from .optim import position_tables
-    from .tasks import build_task
+    """Whether `variant` has trainable position tables (what ``table_lr_mult`` acts on): `plan.has_position_tables`."""
+    from .plan import has_position_tables
 
-    fields = {"vocab_size": 300, **model_overrides, "kind": build_task(task).model_kind, "attention": variant}
-    return bool(position_tables(build_model(ModelConfig.preset(preset, **fields)), embeddings=False))
+    return has_position_tables(task, preset, model_overrides, variant)
 
 
 def candidates(tune: TuneConfig, base, tables: bool) -> list[dict]:
