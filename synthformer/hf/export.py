@@ -15,7 +15,8 @@ loading verifies that folder's own manifest. A model or checkpoint folder given 
 the same way, with the run around it (``RUN/model``, ``RUN/checkpoints/step-N``) whose tokenizer it
 uses. Everything is read and converted before anything is written; the export is written to a
 temporary sibling of the output folder and renamed into place once complete, so a failed export
-leaves no folder (or the earlier export unchanged).
+leaves no folder (or the earlier export unchanged); an export killed meanwhile leaves only a hidden
+``.OUT.tmp-PID-*`` folder beside ``OUT``.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from ..checkpoint import CKPT_DIR
 from ..errors import SynthformerError
-from ..integrity import MANIFEST, fsync_dir, fsync_file, remove_stale_temps
+from ..integrity import MANIFEST, fsync_dir, fsync_file
 from ..runs import RUN_CONFIG, check_out, load_model, load_run_tokenizer, read_run_config, run_model_folder, verify_run
 from .modeling import to_hf
 from .remote import write_remote_code
@@ -114,8 +115,9 @@ def check_export_out(out: Path, src: Source) -> None:
     an earlier synthformer export (or an empty folder)."""
     here, root = out.resolve(), src.root.resolve()
     if _inside(here, root) or _inside(root, here):
-        raise ExportError(f"{out}: {'inside' if _inside(here, root) else 'holds'} the exported folder {src.root}; "
-                          "an export must not mix files into a run: choose an --out outside it")
+        raise ExportError(f"{out}: {'inside' if _inside(here, root) else 'holds'} {src.root}, the folder being "
+                          "exported; an export must not mix files into a run or model folder: choose an --out "
+                          "outside it")
     held = next((a for a in here.parents if (a / MANIFEST).is_file()), None)
     if held is not None:
         raise ExportError(f"{out}: inside {held}, a synthformer run or model folder (it has {MANIFEST}); choose an "
@@ -173,7 +175,6 @@ def export_hf(run_dir, out_dir, *, tokenizer: bool = True) -> Path:
     tmp, ok = None, False
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_temps(out.parent)  # what killed exports left (outside any run: checked above)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent))
         hf.config.auto_map = write_remote_code(tmp, {AUTO_CLASSES[model.config.kind]: type(hf).__name__,
                                                      "AutoModel": "SynthformerBaseModel"})
