@@ -250,11 +250,15 @@ def test_word_tokenizer_with_a_special_as_a_word_warns():
 
 
 def make_run(kind: str, attention, folder, tokenizer="char"):
-    """A run folder as training writes it: RUN/model (weights + config) and RUN/tokenizer.json."""
+    """A run folder as training writes it: config.json, the tokenizer, manifest.json and RUN/model."""
+    from synthformer.runs import write_start
+    from synthformer.train import TrainConfig
+
     tok = build_tokenizer(tokenizer, TEXTS, vocab_size=300)
     model = tiny(kind, attention, vocab_size=tok.vocab_size)
+    folder.mkdir(parents=True)
+    write_start(folder, TrainConfig(), model.config, tok, world_size=1)
     model.save(folder / "model")
-    tok.save(folder)
     return model, tok
 
 

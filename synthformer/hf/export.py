@@ -7,17 +7,33 @@ and the modeling code (``synthformer.hf.remote``). It loads with the Auto class 
 ``AutoModel``, the hidden states) and ``AutoTokenizer``: in any process with
 ``trust_remote_code=True`` (synthformer need not be installed), or after ``import synthformer.hf``
 without it.
+
+The source is opened as eval and generate open a run (``synthformer.runs``): the run folder is checked
+against its manifest (``trust_unverified()``, the CLI's ``--trust-unverified``, for a folder without
+one), the model is ``model/`` or the checkpoint ``checkpoints/latest.json`` names inside the run, and
+loading verifies that folder's own manifest. A model or checkpoint folder given directly is verified
+the same way, with the run around it (``RUN/model``, ``RUN/checkpoints/step-N``) whose tokenizer it
+uses. Everything is read and converted before anything is written; the export is written to a
+temporary sibling of the output folder and renamed into place once complete, so a failed export
+leaves no folder (or the earlier export unchanged); an export killed meanwhile leaves only a hidden
+``.OUT.tmp-PID-*`` folder beside ``OUT``.
 """
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
+from ..checkpoint import CKPT_DIR
 from ..errors import SynthformerError
-from ..model import load
+from ..integrity import MANIFEST, fsync_dir, fsync_file
+from ..runs import RUN_CONFIG, check_out, load_model, load_run_tokenizer, read_run_config, run_model_folder, verify_run
 from .modeling import to_hf
-from .remote import remote_files, write_remote_code
+from .remote import write_remote_code
 from .tokenization import to_hf_tokenizer
 
 AUTO_CLASSES = {"lm": "AutoModelForCausalLM", "classifier": "AutoModelForSequenceClassification",
@@ -29,72 +45,157 @@ class ExportError(SynthformerError):
     """The run folder has no model to export, or the output folder is not usable."""
 
 
-def _is_model_folder(path: Path) -> bool:
-    return (path / WEIGHTS).is_file() and (path / CONFIG).is_file()
+@dataclass(frozen=True)
+class Source:
+    """What an export reads: the model folder, and the (verified) run folder it belongs to."""
+
+    folder: Path      # model.safetensors + config.json + manifest.json
+    run: Path | None  # the run folder (its tokenizer is the model's); None for a model folder on its own
+    unfinished: bool  # a run folder without model/: the folder is its latest checkpoint
+
+    @property
+    def root(self) -> Path:
+        """The folder an export must stay out of (and not hold)."""
+        return self.run or self.folder
+
+
+def _run_around(folder: Path) -> Path | None:
+    """The run folder holding the model folder ``folder``: ``RUN/model`` or ``RUN/checkpoints/step-N``."""
+    for run, layout in ((folder.parent, folder.name == "model"),
+                        (folder.parent.parent, folder.parent.name == CKPT_DIR)):
+        if layout and (run / RUN_CONFIG).is_file():
+            return run
+    return None
+
+
+def _verified_run(run: Path) -> Path:
+    read_run_config(run)  # a run config, not any config.json
+    verify_run(run)  # config.json and the tokenizer's files unchanged since training
+    return run
+
+
+def open_source(run_dir) -> Source:
+    """The model to export from ``run_dir``: a run folder (its final model, else its latest checkpoint)
+    or a model / checkpoint folder. Every folder read is verified against its manifest; one
+    SynthformerError naming the file otherwise."""
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise ExportError(f"{path}: no such run folder")
+    if (path / WEIGHTS).is_file():  # a model or checkpoint folder
+        run = _run_around(path)
+        return Source(path, run and _verified_run(run), unfinished=False)
+    if not (path / RUN_CONFIG).is_file():
+        raise ExportError(f"{path}: no model to export (neither a run folder with {RUN_CONFIG} nor a model folder "
+                          f"with {WEIGHTS}); give the --out of a train run, e.g. synthformer train --out RUN")
+    folder, finished = run_model_folder(_verified_run(path))  # latest.json must name a folder of checkpoints/
+    return Source(folder, path, unfinished=not finished)
 
 
 def find_model_folder(run_dir) -> Path:
     """The weights folder of a run: ``RUN/model`` (final weights), else the latest checkpoint; or
-    ``run_dir`` itself when it is a model or checkpoint folder."""
-    run = Path(run_dir)
-    if not run.is_dir():
-        raise ExportError(f"{run}: no such run folder")
-    if _is_model_folder(run / "model"):
-        return run / "model"
-    if _is_model_folder(run):
-        return run
-    pointer = run / "checkpoints" / "latest.json"
-    if pointer.is_file():
-        try:
-            folder = pointer.parent / json.loads(pointer.read_text())["path"]
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
-            raise ExportError(f"{pointer}: unreadable checkpoint pointer ({e})") from None
-        if _is_model_folder(folder):
-            return folder
-    raise ExportError(f"{run}: no model to export (looked for model/{WEIGHTS}, {WEIGHTS} and the checkpoint "
-                      "named by checkpoints/latest.json); train first, e.g. synthformer train --out RUN")
+    ``run_dir`` itself when it is a model or checkpoint folder (see `open_source`)."""
+    return open_source(run_dir).folder
 
 
-def find_tokenizer_file(run_dir, model_folder: Path) -> Path | None:
-    """``tokenizer.json`` of the run: beside the weights, in the run folder, or two levels up
-    (``RUN/checkpoints/step-N``)."""
-    for folder in (model_folder, Path(run_dir), model_folder.parent, model_folder.parent.parent):
-        if (folder / TOKENIZER).is_file():
-            return folder / TOKENIZER
+def _tokenizer(src: Source):
+    """The run's tokenizer (or the one beside a model folder on its own); None, with a warning, if none."""
+    where = src.run or src.folder
+    if (where / TOKENIZER).is_file():
+        return load_run_tokenizer(where)  # a damaged file is one RunError naming it
+    warnings.warn(f"{where}: no {TOKENIZER} found; exported the model without a tokenizer", stacklevel=3)
     return None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def check_export_out(out: Path, src: Source) -> None:
+    """Refuse an output folder that would mix files into a run or model folder, or replace anything but
+    an earlier synthformer export (or an empty folder)."""
+    here, root = out.resolve(), src.root.resolve()
+    if _inside(here, root) or _inside(root, here):
+        raise ExportError(f"{out}: {'inside' if _inside(here, root) else 'holds'} {src.root}, the folder being "
+                          "exported; an export must not mix files into a run or model folder: choose an --out "
+                          "outside it")
+    held = next((a for a in here.parents if (a / MANIFEST).is_file()), None)
+    if held is not None:
+        raise ExportError(f"{out}: inside {held}, a synthformer run or model folder (it has {MANIFEST}); choose an "
+                          "--out outside it")
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"{out}: exists and is not a folder; choose another --out")
+    if out.is_dir() and any(out.iterdir()):  # never replace someone else's folder
+        try:
+            prior = json.loads((out / CONFIG).read_text()).get("model_type")
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+            prior = None
+        if prior != "synthformer":
+            raise ExportError(f"{out}: holds files and is not a synthformer export (no {CONFIG} with model_type "
+                              "\"synthformer\"); choose a new or empty --out")
+
+
+def _replace(tmp: Path, out: Path) -> None:
+    """Rename the complete export ``tmp`` to ``out``; an earlier export there goes only once it is replaced."""
+    if not out.exists():
+        os.replace(tmp, out)
+        return
+    old = tmp.with_name(f".{out.name}.tmp-{os.getpid()}-old")
+    shutil.rmtree(old, ignore_errors=True)
+    os.replace(out, old)
+    try:
+        os.replace(tmp, out)
+    except OSError:
+        os.replace(old, out)  # the earlier export back in place
+        raise
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def export_hf(run_dir, out_dir, *, tokenizer: bool = True) -> Path:
     """Write the Hugging Face folder of the run (or model / checkpoint folder) ``run_dir`` to ``out_dir``.
 
     ``tokenizer=False`` skips the tokenizer; a run without ``tokenizer.json`` is exported without one
-    (with a warning). Returns ``out_dir`` as a Path.
+    (with a warning). An earlier synthformer export at ``out_dir`` is replaced; a failed export leaves
+    ``out_dir`` as it was. Returns ``out_dir`` as a Path.
     """
-    from ..data.tokenizer import load_tokenizer
-
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ExportError(f"{out}: exists and is not a folder")
-    if (out / CONFIG).is_file():  # never overwrite someone else's model folder
-        try:
-            prior = json.loads((out / CONFIG).read_text()).get("model_type")
-        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-            prior = None
-        if prior != "synthformer":
-            raise ExportError(f"{out}: holds a {CONFIG} that is not a synthformer export; choose another --out")
-    folder = find_model_folder(run_dir)
-    model = load(folder).eval()
+    src = open_source(run_dir)
+    check_export_out(out, src)
+    model = load_model(src.folder).eval()  # verifies the folder's manifest; follows a rotated checkpoint
+    if src.unfinished:
+        warnings.warn(f"{src.run} is not finished; exporting its latest checkpoint {src.folder.name}", stacklevel=2)
+    tok = _tokenizer(src) if tokenizer else None
     hf = to_hf(model)
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in remote_files(out):  # an earlier export's code
-        stale.unlink()
-    hf.config.auto_map = write_remote_code(out, {AUTO_CLASSES[model.config.kind]: type(hf).__name__,
-                                                 "AutoModel": "SynthformerBaseModel"})
-    hf.save_pretrained(out)
-    if tokenizer:
-        file = find_tokenizer_file(run_dir, folder)
-        if file is None:
-            warnings.warn(f"{run_dir}: no {TOKENIZER} found; exported the model without a tokenizer", stacklevel=2)
-        else:
-            to_hf_tokenizer(load_tokenizer(file), cfg=model.config).save_pretrained(out)
+    try:
+        hf_tok = None if tok is None else to_hf_tokenizer(tok, cfg=model.config)
+    except Exception as e:  # the tokenizers library's own errors on a tokenizer it cannot represent
+        raise ExportError(f"{src.run or src.folder}/{TOKENIZER}: cannot be converted for Hugging Face "
+                          f"({type(e).__name__}: {(str(e).splitlines() or [''])[0][:160]}); save the tokenizer "
+                          "again") from None
+    created = [p for p in check_out(out) if p != out]  # the parents this export creates (removed if it fails)
+    tmp, ok = None, False
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent))
+        hf.config.auto_map = write_remote_code(tmp, {AUTO_CLASSES[model.config.kind]: type(hf).__name__,
+                                                     "AutoModel": "SynthformerBaseModel"})
+        hf.save_pretrained(tmp)
+        if hf_tok is not None:
+            hf_tok.save_pretrained(tmp)
+        for f in tmp.iterdir():
+            fsync_file(f)
+        _replace(tmp, out)
+        fsync_dir(out.parent)
+        ok = True
+    except OSError as e:
+        raise ExportError(f"{out}: cannot write the export ({e.strerror or type(e).__name__}); nothing was "
+                          "written: choose a writable --out") from None
+    finally:
+        if tmp is not None and tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+        if not ok:
+            for folder in created:  # deepest first; stops at the first that is not empty
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
     return out
