@@ -177,10 +177,11 @@ def _unverified(folder: Path, why: str) -> bool:
                           f"the manifest was removed); save it again, or pass {TRUST_FLAG} to use it anyway")
 
 
-def verify_manifest(folder: Path, skip: frozenset | set | tuple = (), every_file: bool = False) -> bool:
-    """Check ``folder`` against its ``manifest.json``: every listed file present and unchanged, and with
-    ``every_file`` (a run folder, whose readers look for files by name) every file of the folder listed;
-    names in ``skip`` are neither checked nor required. One CheckpointError naming the first file that
+def verify_manifest(folder: Path, skip: frozenset | set | tuple = (), required: frozenset | set | tuple = ()) -> bool:
+    """Check ``folder`` against its ``manifest.json``: every listed file present and unchanged, and every
+    file of the folder named in ``required`` (a run folder's files that readers look up by name) listed;
+    files synthformer never reads (a figure, a note) may be added. Names in ``skip`` are neither checked
+    nor required. One CheckpointError naming the first file that
     differs. A missing or empty manifest is an error too, unless under ``trust_unverified()`` (then a
     warning, and False is returned)."""
     folder = Path(folder)
@@ -208,7 +209,7 @@ def verify_manifest(folder: Path, skip: frozenset | set | tuple = (), every_file
         if path.stat().st_size != size or sha256_file(path) != digest:
             raise CheckpointError(f"{path}: contents differ from {MANIFEST} (SHA-256 mismatch): the file is "
                                   "corrupted or was changed after saving; restore it or use another checkpoint")
-    extra = [p for p in _listed(folder, skip) if p.name not in files] if every_file else []
+    extra = [p for p in _listed(folder, skip) if p.name in required and p.name not in files]
     if extra:
         raise CheckpointError(f"{extra[0]}: not covered by {file} (added after saving); remove it, or restore "
                               "the folder from a backup")

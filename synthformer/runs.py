@@ -27,6 +27,7 @@ import torch
 
 from .checkpoint import CKPT_DIR, RunError, latest_checkpoint, read_latest
 from .data import load_tokenizer
+from .data.tokenizer import META_FILENAME
 from .errors import SynthformerError
 from .distributed import Dist
 from .jsonl import read_rows
@@ -53,6 +54,7 @@ def read_run_config(out) -> dict:
     return stored
 
 
+READ_BY_NAME = frozenset({RUN_CONFIG, TOKENIZER, META_FILENAME, METRICS, DONE})  # must be in the run manifest
 UNFINISHED = frozenset({LOCK_FILE, METRICS, DONE})  # not in the manifest while the run is not finished
 
 
@@ -61,7 +63,7 @@ def verify_run(out) -> bool:
     naming the first file that differs. False (with a warning) for an unverified folder under
     ``trust_unverified()``."""
     out = Path(out)
-    return verify_manifest(out, skip={LOCK_FILE} if (out / DONE).exists() else UNFINISHED, every_file=True)
+    return verify_manifest(out, skip={LOCK_FILE} if (out / DONE).exists() else UNFINISHED, required=READ_BY_NAME)
 
 
 def write_done(out: Path, result: dict) -> None:

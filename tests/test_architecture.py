@@ -128,7 +128,7 @@ def test_functions_are_short():
 # reads its own run folder back (resume, the other ranks); bench builds fixed benchmark shapes.
 CALL_SITES = {
     "ModelConfig.preset": {"plan.py", "model/config.py", "bench/cases.py"},
-    "ModelConfig.from_dict": {"plan.py", "model/config.py", "model/io.py", "hf/configuration.py"},
+    "ModelConfig.from_dict": {"plan.py", "model/config.py", "model/io.py", "hf/configuration.py", "hf/modeling.py"},
     "ModelConfig": {"model/config.py"},
     "read_run_config": {"plan.py", "runs.py", "train.py", "cli/train.py"},
     "load_run_tokenizer": {"plan.py", "train.py"},

@@ -175,10 +175,13 @@ def test_a_run_without_a_usable_manifest_needs_trust_unverified(runs, tmp_path, 
     elif damage == "empty":
         (run / "manifest.json").write_text('{"files": {}}')
     else:
-        (run / "notes.json").write_text("{}")  # a file the manifest does not list
+        (run / "attention.png").write_bytes(b"figure")  # a file synthformer never reads: allowed
+        manifest = json.loads((run / "manifest.json").read_text())
+        del manifest["files"]["tokenizer_meta.json"]  # a file read by name, unlisted: refused
+        (run / "manifest.json").write_text(json.dumps(manifest))
     args = ("eval", "--run", run, "--threads", "1", "--max-batches", "1")
     if damage == "added":
-        one_line_error(*main(*args)[::2], "notes.json", "not covered by")
+        one_line_error(*main(*args)[::2], "tokenizer_meta.json", "not covered by")
         return
     one_line_error(*main(*args)[::2], str(run), "cannot be verified", "--trust-unverified")
     code, out, err = main(*args, "--trust-unverified")

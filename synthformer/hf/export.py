@@ -31,7 +31,7 @@ from pathlib import Path
 from ..checkpoint import CKPT_DIR
 from ..errors import SynthformerError
 from ..integrity import MANIFEST, fsync_dir, fsync_file
-from ..runs import RUN_CONFIG, check_out, load_model, load_run_tokenizer, read_run_config, run_model_folder, verify_run
+from ..runs import RUN_CONFIG, check_out, load_model
 from .modeling import to_hf
 from .remote import write_remote_code
 from .tokenization import to_hf_tokenizer
@@ -68,42 +68,31 @@ def _run_around(folder: Path) -> Path | None:
     return None
 
 
-def _verified_run(run: Path) -> Path:
-    read_run_config(run)  # a run config, not any config.json
-    verify_run(run)  # config.json and the tokenizer's files unchanged since training
-    return run
+def open_source(run_dir) -> tuple[Source, object, object]:
+    """(source, model, tokenizer or None) of ``run_dir``: a run folder (its final model, else its latest
+    checkpoint) or a model / checkpoint folder, opened as eval and generate open it (`plan.open_trained`:
+    every folder read verified against its manifest, latest.json confined to the run's checkpoints); a
+    model folder on its own is exported without a tokenizer. One SynthformerError naming the file otherwise."""
+    from ..plan import open_trained
 
-
-def open_source(run_dir) -> Source:
-    """The model to export from ``run_dir``: a run folder (its final model, else its latest checkpoint)
-    or a model / checkpoint folder. Every folder read is verified against its manifest; one
-    SynthformerError naming the file otherwise."""
     path = Path(run_dir)
     if not path.is_dir():
         raise ExportError(f"{path}: no such run folder")
-    if (path / WEIGHTS).is_file():  # a model or checkpoint folder
-        run = _run_around(path)
-        return Source(path, run and _verified_run(run), unfinished=False)
-    if not (path / RUN_CONFIG).is_file():
+    if (path / WEIGHTS).is_file() and _run_around(path) is None:  # a model folder on its own
+        warnings.warn(f"{path}: not inside a run folder, so no tokenizer; exported the model without one",
+                      stacklevel=3)
+        return Source(path, None, unfinished=False), load_model(path).eval(), None
+    if not (path / WEIGHTS).is_file() and not (path / RUN_CONFIG).is_file():
         raise ExportError(f"{path}: no model to export (neither a run folder with {RUN_CONFIG} nor a model folder "
                           f"with {WEIGHTS}); give the --out of a train run, e.g. synthformer train --out RUN")
-    folder, finished = run_model_folder(_verified_run(path))  # latest.json must name a folder of checkpoints/
-    return Source(folder, path, unfinished=not finished)
+    run = open_trained(path, log=lambda message: None)
+    return Source(run.model_dir, run.folder, unfinished=not run.finished), run.model, run.tokenizer
 
 
 def find_model_folder(run_dir) -> Path:
     """The weights folder of a run: ``RUN/model`` (final weights), else the latest checkpoint; or
     ``run_dir`` itself when it is a model or checkpoint folder (see `open_source`)."""
-    return open_source(run_dir).folder
-
-
-def _tokenizer(src: Source):
-    """The run's tokenizer (or the one beside a model folder on its own); None, with a warning, if none."""
-    where = src.run or src.folder
-    if (where / TOKENIZER).is_file():
-        return load_run_tokenizer(where)  # a damaged file is one RunError naming it
-    warnings.warn(f"{where}: no {TOKENIZER} found; exported the model without a tokenizer", stacklevel=3)
-    return None
+    return open_source(run_dir)[0].folder
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -158,12 +147,11 @@ def export_hf(run_dir, out_dir, *, tokenizer: bool = True) -> Path:
     ``out_dir`` as it was. Returns ``out_dir`` as a Path.
     """
     out = Path(out_dir)
-    src = open_source(run_dir)
+    src, model, tok = open_source(run_dir)
     check_export_out(out, src)
-    model = load_model(src.folder).eval()  # verifies the folder's manifest; follows a rotated checkpoint
     if src.unfinished:
         warnings.warn(f"{src.run} is not finished; exporting its latest checkpoint {src.folder.name}", stacklevel=2)
-    tok = _tokenizer(src) if tokenizer else None
+    tok = tok if tokenizer else None
     hf = to_hf(model)
     try:
         hf_tok = None if tok is None else to_hf_tokenizer(tok, cfg=model.config)

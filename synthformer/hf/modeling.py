@@ -34,7 +34,7 @@ from transformers.modeling_outputs import (BaseModelOutput, BaseModelOutputWithP
                                            SequenceClassifierOutput)
 
 from ..errors import InputError
-from ..model import SynthformerModel, build_model
+from ..model import ModelConfig, SynthformerModel, build_model
 from .cache import SynthformerCache
 from .configuration import SynthformerConfig
 from .stack import check_cache_padding, left_padding, padding_mask, rotate, rotate_weights, run_stack
@@ -62,7 +62,7 @@ class SynthformerPreTrainedModel(PreTrainedModel):
             raise ValueError(f"{type(self).__name__} wraps kind={self.kind!r} models, the config has "
                              f"kind={config.kind!r}; use {HF_CLASSES[config.kind].__name__} (or the Auto class "
                              "of the task)")
-        self.model: SynthformerModel = build_model(config.to_model_config())
+        self.model: SynthformerModel = build_model(_model_config(config))
         self.gradient_checkpointing = False  # set by gradient_checkpointing_enable()
         if self.kind is None and config.kind != "classifier" and config.tie_embeddings:  # the base model of any kind
             self._tied_weights_keys = dict(_TiedHeadMixin._tied_weights_keys)
@@ -353,11 +353,18 @@ def to_hf(model: SynthformerModel) -> SynthformerPreTrainedModel:
     return hf.to(device=p.device, dtype=p.dtype).train(model.training)
 
 
+def _model_config(config: SynthformerConfig) -> ModelConfig:
+    """The ModelConfig of `config`, rebuilt from plain fields by this module's own copy of the classes: as remote
+    code, transformers may load the configuration file and this one as separate module copies, and a parsed
+    mixer spec of the other copy would fail this copy's isinstance checks."""
+    return ModelConfig.from_dict(config.to_model_config().to_dict())
+
+
 def from_hf(hf_model: SynthformerPreTrainedModel) -> SynthformerModel:
     """The synthformer model inside a Hugging Face one, as a separate copy (same weights, same mode)."""
     if not isinstance(hf_model, SynthformerPreTrainedModel):
         raise TypeError(f"from_hf takes a synthformer.hf model, got {type(hf_model).__name__}")
-    model = build_model(hf_model.config.to_model_config())
+    model = build_model(_model_config(hf_model.config))
     model.load_state_dict(hf_model.model.state_dict())
     p = next(hf_model.parameters())
     return model.to(device=p.device, dtype=p.dtype).train(hf_model.training)
