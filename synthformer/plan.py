@@ -1,5 +1,5 @@
 """A run, resolved once: the sequence length, the data, the one ModelConfig; and a trained run, opened
-one way (for eval, generate, plots, compare, reproduce and fine-tuning).
+one way (for eval, generate, plots, reproduce and fine-tuning; compare reads finished runs' done.json).
 
     data = prepare(cfg, overrides, log=print)       # a new run's data: seq_len and pooling from the plan
     model_cfg = model_config(cfg, overrides, data)  # preset + the data's fields + overrides, built once
@@ -7,7 +7,8 @@ one way (for eval, generate, plots, compare, reproduce and fine-tuning).
 
 The sequence-length rule (:func:`seq_len`) is the only one: ``cfg.seq_len``, else the model's
 ``max_seq_len``, never longer. This module is the only place that builds a ModelConfig from user
-overrides and the only one that opens a trained run (tests/test_architecture.py checks the call sites).
+overrides and the only one that opens a trained run, export hf aside (hf/export.py takes a model folder outside
+any run too); tests/test_architecture.py checks the call sites.
 """
 from __future__ import annotations
 

@@ -126,13 +126,16 @@ def test_functions_are_short():
 # the only place that opens a trained run. The others listed read their own files: the checkpoint format
 # (model/io.py) and the Hugging Face view (hf/configuration.py) convert a stored config; the training loop
 # reads its own run folder back (resume, the other ranks); bench builds fixed benchmark shapes.
+# The one exception to "opened one way" (docs/ARCHITECTURE.md says why): hf/export.py opens its source from
+# the same runs.py pieces, since it also exports a model folder outside any run (open_trained refuses that).
+EXPORT_OPENS_ITSELF = "hf/export.py"
 CALL_SITES = {
     "ModelConfig.preset": {"plan.py", "model/config.py", "bench/cases.py"},
     "ModelConfig.from_dict": {"plan.py", "model/config.py", "model/io.py", "hf/configuration.py", "hf/modeling.py"},
     "ModelConfig": {"model/config.py"},
-    "read_run_config": {"plan.py", "runs.py", "train.py", "cli/train.py"},
-    "load_run_tokenizer": {"plan.py", "train.py"},
-    "run_model_folder": {"plan.py"},
+    "read_run_config": {"plan.py", "runs.py", "train.py", "cli/train.py", EXPORT_OPENS_ITSELF},
+    "load_run_tokenizer": {"plan.py", "train.py", EXPORT_OPENS_ITSELF},
+    "run_model_folder": {"plan.py", EXPORT_OPENS_ITSELF},
     "latest_checkpoint": {"runs.py", "train.py", "checkpoint.py"},
 }
 
@@ -161,3 +164,152 @@ def test_plan_alone_builds_model_configs_from_overrides_and_opens_trained_runs()
     strays = {name: sorted(files - CALL_SITES[name]) for name, files in found.items() if files - CALL_SITES[name]}
     assert strays == {}
     assert "plan.py" in found["ModelConfig.preset"] and "plan.py" in found["run_model_folder"]
+
+
+# ----------------------------------------------------------------------------- docs/ARCHITECTURE.md, checked
+import importlib  # noqa: E402
+import re  # noqa: E402
+
+DOC = PACKAGE.parent / "docs" / "ARCHITECTURE.md"
+FILE_SUFFIXES = ("json", "jsonl", "lock", "safetensors", "pt", "md", "py", "yaml", "png")
+
+
+def doc_blocks() -> tuple[str, list[str]]:
+    """(the page without its ```python blocks, the ```python blocks): the worked examples name files
+    that do not exist (the variant's own file), so paths and names are checked outside them."""
+    text = DOC.read_text()
+    python = re.findall(r"```python\n(.*?)```", text, re.S)
+    return re.sub(r"```python\n.*?```", "", text, flags=re.S), python
+
+
+def top_level_names() -> set[str]:
+    """Top-level modules and packages of the package: {"plan", "attention", "__init__", ...}."""
+    return {p.stem for p in PACKAGE.glob("*.py")} | {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+
+
+def resolve(dotted: str) -> object:
+    """The object a dotted name `synthformer.x.y` names: the longest importable module, then attributes."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ModuleNotFoundError(dotted)
+
+
+def doc_names(text: str) -> tuple[set[str], set[str], set[str]]:
+    """(file paths, dotted names as `synthformer.x.y`, folders) the page mentions: every ``*.py`` path
+    (under synthformer/ unless it starts with synthformer/, tests/ or docs/), every ``synthformer.x.y``,
+    every ``module.name`` whose first part is a top-level module (``plan.open_trained``), every
+    backticked ``folder/``."""
+    files = {m for m in re.findall(r"(?<![\w./-])([\w-]+(?:/[\w-]+)*\.py)\b", text)}
+    dotted = set(re.findall(r"(?<![\w./])(synthformer(?:\.[A-Za-z_]\w*)+)", text))
+    tops = "|".join(sorted(top_level_names() - {"__init__", "__main__"}))
+    for first, rest in re.findall(rf"(?<![\w./`-])({tops})\.([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)", text):
+        if rest.split(".")[-1] not in FILE_SUFFIXES:
+            dotted.add(f"synthformer.{first}.{rest}")
+    folders = set(re.findall(r"`([\w]+(?:/[\w]+)*/)`", text))
+    return files, {d.rstrip(".") for d in dotted}, folders
+
+
+def test_every_path_and_name_in_the_architecture_doc_exists():
+    text, _ = doc_blocks()
+    files, dotted, folders = doc_names(text)
+    root = PACKAGE.parent
+    missing = [f for f in files if not (root / f if f.split("/")[0] in ("synthformer", "tests", "docs")
+                                        else PACKAGE / f).is_file()]
+    missing += [f for f in folders if not (root / f if f.startswith("synthformer/") else PACKAGE / f).is_dir()]
+    for name in sorted(dotted):
+        try:
+            resolve(name)
+        except (ImportError, AttributeError):
+            missing.append(name)
+    assert sorted(missing) == []
+    assert len(files) > 30 and len(dotted) > 30  # the extraction finds the names (a broken regex finds none)
+
+
+def test_the_doc_name_checker_finds_a_wrong_name():
+    files, dotted, folders = doc_names("see plan.open_traind, `synthformer.runs.nope`, attention/nope.py, `nope/`")
+    assert files == {"attention/nope.py"} and folders == {"nope/"}
+    assert dotted == {"synthformer.plan.open_traind", "synthformer.runs.nope"}
+    for name in dotted:
+        try:
+            resolve(name)
+        except AttributeError:
+            continue
+        raise AssertionError(f"{name} resolved")
+
+
+def test_the_module_map_lists_every_top_level_module_once():
+    text, _ = doc_blocks()
+    section = text.split("## Module map")[1].split("\n## ")[0]
+    listed = re.findall(r"^\| `([\w.]+/?)` \|", section, re.M)
+    actual = {p.name for p in PACKAGE.glob("*.py")} | {f"{p.name}/" for p in PACKAGE.iterdir()
+                                                          if p.is_dir() and p.name != "__pycache__"}
+    assert len(listed) == len(set(listed))
+    assert set(listed) == actual
+
+
+def doc_layers() -> dict[str, int]:
+    """{top-level module: its layer} from the page's ``layer N  label:  a, b, c`` lines."""
+    text, _ = doc_blocks()
+    layers = {}
+    for n, names in re.findall(r"^layer (\d+) +[\w ]+: +(.+)$", text, re.M):
+        for name in names.split(","):
+            assert name.strip() not in layers, f"{name.strip()} is in two layers"
+            layers[name.strip()] = int(n)
+    return layers
+
+
+def top_level(module: str) -> str:
+    """The top-level module a module belongs to; every ``__main__`` (an entry point) counts as ``__main__``."""
+    if module.endswith("__main__"):
+        return "__main__"
+    return module.split(".")[1] if "." in module else "__init__"
+
+
+def top_level_graph() -> dict[str, set[str]]:
+    g: dict[str, set[str]] = {}
+    for name, deps in graph().items():
+        g.setdefault(top_level(name), set()).update(top_level(d) for d in deps if top_level(d) != top_level(name))
+    return g
+
+
+def test_imports_point_down_the_layers_of_the_doc_and_top_level_modules_form_no_cycle():
+    layers, g = doc_layers(), top_level_graph()
+    assert set(layers) == set(g) | {"__main__"}
+    upward = sorted(f"{a} (layer {layers[a]}) -> {b} (layer {layers[b]})"
+                    for a, deps in g.items() for b in deps if layers[b] > layers[a])
+    assert upward == []
+    assert cycles(g) == []
+
+
+def test_the_paths_and_choices_of_the_doc_are_the_code_s():
+    from synthformer.attention.blocked import Kernel
+    from synthformer.attention.paths import Path as AttentionPath, SharedProduct
+
+    text, _ = doc_blocks()
+    section = text.split("## Attention")[1].split("\n## ")[0]
+    rows = re.findall(r"^\| `(\w+)` \|", section, re.M)
+    assert sorted(rows) == sorted(p.value for p in AttentionPath)
+    assert f"one of {len(AttentionPath)} paths" in section.replace("seven", "7")
+    for choice in [*Kernel, *SharedProduct]:
+        assert f"`{choice.value}`" in section
+
+
+def test_the_worked_variant_is_the_class_tests_test_optim_runs():
+    """docs/ARCHITECTURE.md's KeyPrior, statement for statement, is the class tests/test_optim.py registers
+    (one registry line, nothing else) and trains."""
+    _, python = doc_blocks()
+    doc_class = next(ast.parse(block).body[0] for block in python if "class KeyPrior" in block)
+    test_source = (PACKAGE.parent / "tests" / "test_optim.py").read_text()
+    test_class = next(n for n in ast.parse(test_source).body if isinstance(n, ast.ClassDef) and n.name == "KeyPrior")
+    if isinstance(test_class.body[0], ast.Expr) and isinstance(test_class.body[0].value, ast.Constant):
+        test_class.body = test_class.body[1:]  # its docstring
+    assert ast.unparse(doc_class) == ast.unparse(test_class).replace("torch.nn.Parameter", "nn.Parameter")
+    assert 'setitem(SYNTHESIZERS, "key_prior", KeyPrior)' in test_source
+    assert '`"key_prior": KeyPrior,` in `SYNTHESIZERS`' in DOC.read_text().replace("\n", " ")
