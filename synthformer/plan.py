@@ -7,8 +7,8 @@ one way (for eval, generate, plots, reproduce and fine-tuning; compare reads fin
 
 The sequence-length rule (:func:`seq_len`) is the only one: ``cfg.seq_len``, else the model's
 ``max_seq_len``, never longer. This module is the only place that builds a ModelConfig from user
-overrides and the only one that opens a trained run, export hf aside (hf/export.py takes a model folder outside
-any run too); tests/test_architecture.py checks the call sites.
+overrides and the only one that opens a trained run (export hf loads a model folder that lies outside any
+run on its own, without a tokenizer); tests/test_architecture.py checks the call sites.
 """
 from __future__ import annotations
 

@@ -126,16 +126,13 @@ def test_functions_are_short():
 # the only place that opens a trained run. The others listed read their own files: the checkpoint format
 # (model/io.py) and the Hugging Face view (hf/configuration.py) convert a stored config; the training loop
 # reads its own run folder back (resume, the other ranks); bench builds fixed benchmark shapes.
-# The one exception to "opened one way" (docs/ARCHITECTURE.md says why): hf/export.py opens its source from
-# the same runs.py pieces, since it also exports a model folder outside any run (open_trained refuses that).
-EXPORT_OPENS_ITSELF = "hf/export.py"
 CALL_SITES = {
     "ModelConfig.preset": {"plan.py", "model/config.py", "bench/cases.py"},
     "ModelConfig.from_dict": {"plan.py", "model/config.py", "model/io.py", "hf/configuration.py", "hf/modeling.py"},
     "ModelConfig": {"model/config.py"},
-    "read_run_config": {"plan.py", "runs.py", "train.py", "cli/train.py", EXPORT_OPENS_ITSELF},
-    "load_run_tokenizer": {"plan.py", "train.py", EXPORT_OPENS_ITSELF},
-    "run_model_folder": {"plan.py", EXPORT_OPENS_ITSELF},
+    "read_run_config": {"plan.py", "runs.py", "train.py", "cli/train.py"},
+    "load_run_tokenizer": {"plan.py", "train.py"},
+    "run_model_folder": {"plan.py"},
     "latest_checkpoint": {"runs.py", "train.py", "checkpoint.py"},
 }
 
