@@ -6,8 +6,8 @@ in ``model.safetensors`` or ``state.pt`` (whose zip CRC torch never checks) is o
 file instead of a silently wrong model or a resume that dies later with "loss became nan".
 
 A run folder has one too, over its own files (config.json, the tokenizer's files, done.json and
-metrics.jsonl once finished; see ``synthformer.runs``), and there every file must be listed (a file
-added after training, e.g. a tokenizer side file, is an error too); a model or checkpoint folder is
+metrics.jsonl once finished; see ``synthformer.runs``), and there every file read by name must be
+listed (such a file added after training, e.g. a tokenizer side file, is an error too); a model or checkpoint folder is
 read by the names its manifest lists. A folder without ``manifest.json`` (saved by an older
 synthformer, or the manifest deleted) or with an empty one is an error, unless the caller opted in
 with ``trust_unverified()`` (the CLI's ``--trust-unverified``): it then loads with a

@@ -7,8 +7,8 @@ for train (resume), eval, generate and compare alike.
 The run folder carries its own ``manifest.json`` (synthformer.integrity), written once the run's
 config.json and tokenizer files exist and again, over every file, when the run finishes: until then
 ``metrics.jsonl`` (appended every log step) and ``done.json`` are left out; ``train.lock`` never
-counts. `verify_run` checks it: a flipped bit in config.json or tokenizer.json, a file added or
-removed, a missing or empty manifest (unless ``trust_unverified()``) is one error naming the file.
+counts. `verify_run` checks it: a flipped bit in config.json or tokenizer.json, a file read by name
+(READ_BY_NAME) added or removed, a missing or empty manifest (unless ``trust_unverified()``) is one error naming the file.
 ``checkpoints/`` and ``model/`` have their own manifests; ``checkpoints/latest.json`` is checked
 against the folder it names (synthformer.checkpoint).
 """
