@@ -15,7 +15,7 @@ synthformer's own benchmark (`synthformer.bench`), not read off the training run
 variant is measured the same way: for each task's length L and each variant, one token-mixing layer
 of the grid's width and heads (`bench.cases.layer_case`, bidirectional, the mixers' default options:
 Linformer k = 32 as the cpu and gpu grids train) runs forward + backward on a batch of the grid's
-size (batch x L tokens); the variants are timed round-robin (`bench.measure.run_cases`: median step
+size (batch x L tokens, at most `BENCH_MAX_TOKENS`: LRA's batch 32 at 1K); the variants are timed round-robin (`bench.measure.run_cases`: median step
 time) and the peak memory of one extra step is measured (`PeakMeter`: CUDA's max_memory_allocated
 over the step's start; on CPU the growth of the resident set's high-water mark). One measurement per
 seed (the layer's init and input drawn from that seed), on the device the grids trained on; stored
@@ -128,6 +128,7 @@ def lra_table(sections_rows: dict) -> str:
 
 BENCH_FILE = "bench.json"  # out/<task>/: the layer measurements at the task's length
 BENCH_REPEATS, BENCH_WARMUP = 3, 1  # timed steps (median) and warm-up steps per variant and seed
+BENCH_MAX_TOKENS = 32 * 1024  # tokens per measured step at most (gpu text, L = 4096: batch 8, not 32)
 
 
 def bench_measure(variants, length: int, batch: int, embed_dim: int, num_heads: int, seeds: list[int],
@@ -166,7 +167,7 @@ def add_bench(grid: Grid, results: dict, folder: Path, log=print) -> dict:
         seeds = [s["seed"] for s in first["seeds"]]
         train = first["train"]
         bench = bench_measure([r["variant"] for r in results["variants"]],
-                              grid.train["seq_len"], train["batch_size"], first["model"]["embed_dim"],
+                              grid.train["seq_len"], min(train["batch_size"], max(1, BENCH_MAX_TOKENS // grid.train["seq_len"])), first["model"]["embed_dim"],
                               first["model"]["num_heads"], seeds, train.get("device", "auto"))
         atomic_write_text(file, json.dumps(bench, indent=1))
         log(f"{grid.key}: measured speed and peak memory of each variant's layer at length {bench['length']} "
