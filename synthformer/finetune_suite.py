@@ -5,8 +5,24 @@ each task of a small GLUE-like suite built from real data (`SUITE`): single-sent
 (sentiment, topic) and a sentence-pair task (KJV/WEB paraphrase, encoded ``[CLS] a <sep> b``).
 The score of a task is its dev (validation) accuracy, as the paper reports dev scores; a variant's
 row holds every task's accuracy, their mean ("accuracy", our GLUE score), the means over the
-single-sentence and the sentence-pair tasks and ``pair_vs_single`` = 100 x pair / single, which the
-paper's claim "pure synthesizers are weak on sentence pairs" is judged on (claims.py, Tables 5-6).
+single-sentence and the sentence-pair tasks ("single", "pair": the SuperGLUE claims are judged on
+"pair") and ``pair_vs_single`` = 100 x pair / single, which the paper's claim "pure synthesizers are
+weak on sentence pairs" is judged on (claims.py, Tables 5-6).
+
+The evidence rules of DESIGN.md section 7 apply as in `synthformer.compare`:
+- every seed's metrics carry "<metric>_se" (the classify task's bootstrap SE over dev examples; the
+  means' SEs by independence, pair_vs_single's by the delta method) and each row an "interval"
+  (`compare.intervals`: the item SEs combined with the seed spread);
+- a majority-class floor row (`floors.floor_row` on each task's data, per seed, averaged over the
+  seeds) with the same metrics except pair_vs_single (a ratio of two floors is no floor), so claims
+  gate on it (`claims.judge`);
+- with `tune` every variant gets the same learning-rate sweep of its **pretraining**
+  (`tuning.sweep`, chosen on the MLM validation loss; candidates in ``out/tune/<variant>``); the
+  fine-tuning learning rate is the same fixed value for all. The chosen values are in each row's
+  "tuned" and the report;
+- ``T5 Base+`` (`BASE_PLUS`) is V with its FFN widened until its parameter count matches the largest
+  +V mixture of the run within 1% (`matched_ffn`, from the built pretraining models), the paper's
+  parameter-matched baseline.
 
     from synthformer.finetune_suite import pretrain_finetune
     results = pretrain_finetune(["V", "R", "R+V"], out="runs/table5")
@@ -21,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import statistics
 import sys
 import time
@@ -29,15 +46,17 @@ from pathlib import Path
 from typing import Sequence
 
 from .claims import evaluate as evaluate_claims, finding_line, select as select_claims
-from .compare import run_folder, seed_list, variant_name
+from .compare import intervals, run_folder, seed_list, variant_name, with_floor
 from .data.sources import SOURCES
 from .data.prepare import SourceNotInstalledError
 from .errors import ConfigError
 from .integrity import atomic_write_json, atomic_write_text
 from .mixers.registry import check_slot
 from .reference_results import CITATION, LABEL, TABLE5, TABLE6_SUPERGLUE, glue_summary, paper_columns
-from .plan import open_trained, prepare, tokenizer_identity
+from .plan import model_config, open_trained, prepare, tokenizer_identity
+from .report import _fmt_stat, table_markdown, tuning_markdown
 from .train import TrainConfig, train
+from .tuning import TuneConfig, sweep, untuned
 
 KIND = "finetune"  # the task kind of the report (reference_results.TASK_KINDS)
 
@@ -58,6 +77,10 @@ SUITE: dict[str, SuiteTask] = {
 }
 DEFAULT_TASKS = tuple(SUITE)
 DEFAULT_VARIANTS = ("V", "R", "D", "R+V", "D+V")
+BASE_PLUS = "T5 Base+"  # V with a wider FFN: the parameter count of the largest +V mixture (matched_ffn)
+MATCH_TOLERANCE = 0.01  # T5 Base+'s parameters within this fraction of the mixture's
+BASE_PLUS_FILE = "base_plus.json"  # out/: the matched ffn_dim (computed once, from the built models)
+FLOOR_FILE = "floor.json"  # out/: the majority-class accuracy of each task and seed (computed once)
 # Shared by both stages unless given: the model shape and the run mechanics.
 COMMON = {"preset": "tiny", "batch_size": 16, "eval_every": 0, "final_eval_batches": 0, "log_every": 10,
           "progress": False}
@@ -66,17 +89,34 @@ FINETUNE = {"task": "classify", "lr": 5e-4}
 
 
 def _check(variants, tasks, seeds: int) -> tuple[list[str], list[str]]:
-    names = [variant_name(v) for v in variants]  # unknown names: one line listing the valid ones
+    names = [v if v == BASE_PLUS else variant_name(v) for v in variants]  # unknown: one line listing the valid
     if not names or len(set(names)) != len(names):
         raise ConfigError(f"variants={names}: name each variant once (at least one)")
     for name in names:
-        check_slot(name, causal=False, field="variants")  # an encoder slot
+        if name != BASE_PLUS:
+            check_slot(name, causal=False, field="variants")  # an encoder slot
+    if BASE_PLUS in names and not _mixtures(names):
+        raise ConfigError(f"variants={names}: {BASE_PLUS} is matched to a +V mixture's parameter count; "
+                          "add one (R+V or D+V)")
     tasks = list(tasks)
     unknown = [t for t in tasks if t not in SUITE]
     if unknown or not tasks or len(set(tasks)) != len(tasks):
         raise ConfigError(f"tasks={tasks}: give distinct tasks of the suite: {', '.join(SUITE)}")
     seed_list(0, seeds)  # seeds >= 1
     return names, tasks
+
+
+def _mixtures(names: list[str]) -> list[str]:
+    return [n for n in names if n != BASE_PLUS and n.endswith("+V")]
+
+
+def _attention(name: str) -> str:
+    """The attention spec a variant's models are built with (T5 Base+ is V)."""
+    return "V" if name == BASE_PLUS else name
+
+
+def _folder(name: str) -> str:
+    return "T5-Base-plus" if name == BASE_PLUS else name
 
 
 def _check_installed(sources: list[str]) -> None:
@@ -87,34 +127,81 @@ def _check_installed(sources: list[str]) -> None:
 
 
 def _run(cfg: TrainConfig, overrides: dict, data, label: str, log) -> dict:
-    """Train `cfg` into cfg.out, or reuse it when finished (done.json), or resume it when started."""
+    """Train `cfg` into cfg.out, or reuse it when finished (done.json), or resume it when started.
+    `data`: a callable giving the run's TaskData, called only when a new run starts."""
     out = Path(cfg.out)
     if (out / "done.json").exists():
         log(f"{label}: finished earlier, reusing {out}")
         return json.loads((out / "done.json").read_text())
     resume = (out / "config.json").exists()
-    if resume:
-        data = None  # the run's own tokenizer and data (train reads them back)
-    return train(dataclasses.replace(cfg, resume=resume), overrides, data=data, label=label, log=log)
+    return train(dataclasses.replace(cfg, resume=resume), overrides, data=None if resume else data(),
+                 label=label, log=log)
+
+
+def count_params(cfg: TrainConfig, overrides: dict, data) -> int:
+    """Trainable parameters of the model a new run of `cfg` with `overrides` on `data` builds."""
+    from .model import build_model, count_parameters
+
+    return count_parameters(build_model(model_config(cfg, overrides, data)))
+
+
+def matched_ffn(cfg: TrainConfig, model: dict, data, mixtures: list[str]) -> dict:
+    """The ffn_dim that gives V (`model` overrides, pretraining `cfg` and `data`) the parameter count of
+    the largest of `mixtures`, from built models: parameters are affine in ffn_dim, so two builds give
+    the slope and a third checks the match. {"ffn_dim", "params", "matched", "matched_params", "rel_diff"};
+    ConfigError when no ffn_dim comes within MATCH_TOLERANCE."""
+    sizes = {m: count_params(cfg, {**model, "attention": m}, data) for m in mixtures}
+    matched = max(sizes, key=sizes.get)
+    base_ffn = model_config(cfg, {**model, "attention": "V"}, data).ffn_dim
+    p0 = count_params(cfg, {**model, "attention": "V", "ffn_dim": base_ffn}, data)
+    p1 = count_params(cfg, {**model, "attention": "V", "ffn_dim": base_ffn + 1}, data)
+    ffn = max(1, base_ffn + round((sizes[matched] - p0) / (p1 - p0)))
+    params = count_params(cfg, {**model, "attention": "V", "ffn_dim": ffn}, data)
+    rel = (params - sizes[matched]) / sizes[matched]
+    if abs(rel) > MATCH_TOLERANCE:
+        raise ConfigError(f"{BASE_PLUS}: no ffn_dim matches {matched}'s {sizes[matched]:,} parameters within "
+                          f"{MATCH_TOLERANCE:.0%} (ffn_dim {ffn}: {params:,}); widen the model or drop {BASE_PLUS}")
+    return {"ffn_dim": ffn, "params": params, "matched": matched, "matched_params": sizes[matched],
+            "rel_diff": rel, "base_ffn_dim": base_ffn}
 
 
 def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def summarize(accuracies: dict[str, float], tasks: list[str]) -> dict:
+def _mean_se(ses: list[float | None]) -> float | None:
+    """SE of a mean of independent estimates with these SEs (None when any is unknown)."""
+    if not ses or any(s is None for s in ses):
+        return None
+    return math.sqrt(sum(s * s for s in ses)) / len(ses)
+
+
+def summarize(accuracies: dict[str, float], tasks: list[str], ses: dict[str, float | None] | None = None) -> dict:
     """The suite metrics of one fine-tuned variant from its per-task accuracies: acc_<task>, the
-    mean ("accuracy"), the single-sentence and pair means, and pair_vs_single = 100 x pair / single."""
+    mean ("accuracy"), the single-sentence and pair means, and pair_vs_single = 100 x pair / single.
+    With `ses` (each task's bootstrap SE over its dev examples) every metric gets its "<metric>_se":
+    the tasks' dev sets are independent, so a mean's SE is sqrt(sum se^2) / n, and the ratio's is
+    the delta method's ratio x sqrt((se_pair / pair)^2 + (se_single / single)^2)."""
     metrics = {f"acc_{t}": accuracies[t] for t in tasks}
-    single = _mean([accuracies[t] for t in tasks if not SUITE[t].pair])
-    pair = _mean([accuracies[t] for t in tasks if SUITE[t].pair])
-    metrics["accuracy"] = _mean([accuracies[t] for t in tasks])
-    if single is not None:
-        metrics["single"] = single
-    if pair is not None:
-        metrics["pair"] = pair
+    groups = {"accuracy": tasks, "single": [t for t in tasks if not SUITE[t].pair],
+              "pair": [t for t in tasks if SUITE[t].pair]}
+    for key, members in groups.items():
+        if members:
+            metrics[key] = _mean([accuracies[t] for t in members])
+    single, pair = metrics.get("single"), metrics.get("pair")
     if single and pair is not None:
         metrics["pair_vs_single"] = 100.0 * pair / single
+    if ses is not None:
+        for t in tasks:
+            if ses.get(t) is not None:
+                metrics[f"acc_{t}_se"] = ses[t]
+        for key, members in groups.items():
+            se = _mean_se([ses.get(t) for t in members]) if members else None
+            if se is not None:
+                metrics[f"{key}_se"] = se
+        if "pair_vs_single" in metrics and metrics.get("pair_se") is not None and metrics.get("single_se") is not None:
+            rel = math.hypot(metrics["pair_se"] / pair if pair else 0.0, metrics["single_se"] / single)
+            metrics["pair_vs_single_se"] = metrics["pair_vs_single"] * rel
     return metrics
 
 
@@ -123,12 +210,14 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
                       seeds: int = 1, seed: int = 0, preset: str = "tiny", device: str = "auto",
                       threads: int | None = 1, pretrain_data: str = "chitchat", finetune_examples: int | None = 4000,
                       pretrain: dict | None = None, finetune: dict | None = None, model: dict | None = None,
-                      log=print) -> dict:
+                      tune: TuneConfig | None = None, log=print) -> dict:
     """Pretrain an MLM encoder per variant (and seed) on `pretrain_data`, fine-tune it on every task of
     `tasks` (names of `SUITE`); write report.md and results.json into `out`; return the results.
 
-    `pretrain` / `finetune` are TrainConfig overrides of either stage, `model` ModelConfig overrides of
-    both (the fine-tuned classifier takes the pretrained encoder's shape; a `pooling` goes to it alone).
+    `variants`: encoder specs, and `BASE_PLUS` (with a +V mixture to match). `pretrain` / `finetune`
+    are TrainConfig overrides of either stage, `model` ModelConfig overrides of both (the fine-tuned
+    classifier takes the pretrained encoder's shape; a `pooling` goes to it alone). `tune`: the
+    learning-rate sweep of every variant's pretraining (`synthformer.tuning`; None: none).
     `finetune_examples` caps each task's training examples (valid gets a tenth; None = all). Unknown
     variants or tasks, and sources that are not installed, fail before any training.
     """
@@ -146,44 +235,68 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
                                **(finetune or {})})
     seed_values = seed_list(seed, seeds)
     t0 = time.time()
-    pre_data, task_data = None, {}  # shared across variants: one tokenizer, one encoding per task
+    cache: dict = {}  # shared across variants: one pretraining tokenizer, one encoding per task and seed
+
+    def pre_data():
+        if "pretrain" not in cache:
+            cache["pretrain"] = prepare(pre_cfg, model, log=log)
+        return cache["pretrain"]
+
+    base_plus = _base_plus(out, names, pre_cfg, model, pre_data, log) if BASE_PLUS in names else None
+    floors = _read_json(out / FLOOR_FILE)
     rows = []
     for i, name in enumerate(names):
+        overrides = {**model, "attention": _attention(name), **({"ffn_dim": base_plus["ffn_dim"]} if
+                                                                name == BASE_PLUS else {})}
+        if tune:
+            root = out if name == _attention(name) else out / _folder(name)  # T5 Base+: its own V candidates
+            tuned, scores = sweep(_attention(name), pre_cfg, overrides, root, tune,
+                                  lambda c, o, tag: _run(c, o, pre_data, tag, log), log)
+        else:
+            tuned, scores = untuned(pre_cfg), []
         per_seed = []
         for s in seed_values:
             tag = f"[{i + 1}/{len(names)}] {name}" + (f" seed {s}" if seeds > 1 else "")
-            pre_run = run_folder(out / "pretrain", name, s, seeds)
-            if pre_data is None and not (pre_run / "config.json").exists():
-                pre_data = prepare(pre_cfg, model, log=log)
-            pre = _run(dataclasses.replace(pre_cfg, out=str(pre_run), seed=s), {**model, "attention": name},
-                       pre_data, f"{tag} pretrain", log)
+            pre_run = run_folder(out / "pretrain", _folder(name), s, seeds)
+            pre = _run(dataclasses.replace(pre_cfg, **tuned, out=str(pre_run), seed=s), overrides, pre_data,
+                       f"{tag} pretrain", log)
             tokenizer = open_trained(pre_run, log=log).tokenizer
-            accuracies, chance, runs = {}, {}, {}
+            accuracies, ses, chance, runs = {}, {}, {}, {}
             for task in tasks:
                 cfg = dataclasses.replace(fine_base, data=SUITE[task].data, seed=s, init_from=str(pre_run),
-                                          out=str(run_folder(out / "finetune" / task, name, s, seeds)))
+                                          out=str(run_folder(out / "finetune" / task, _folder(name), s, seeds)))
                 key = (task, s, tokenizer_identity(tokenizer))
-                if key not in task_data and not (Path(cfg.out) / "done.json").exists():
-                    shape = {"max_seq_len": pre["model"]["max_seq_len"], "pooling": pooling or pre["model"]["pooling"]}
-                    task_data[key] = prepare(cfg, shape, tokenizer, log=log)
-                result = _run(cfg, {"pooling": pooling} if pooling else {}, task_data.get(key),
-                              f"{tag} {task}", log)
-                accuracies[task], runs[task] = result["valid"]["accuracy"], cfg.out
-                chance[task] = result["valid"].get("chance_accuracy")
-            metrics = summarize(accuracies, tasks)
+
+                def task_data(cfg=cfg, key=key):
+                    if key not in cache:
+                        shape = {"max_seq_len": pre["model"]["max_seq_len"],
+                                 "pooling": pooling or pre["model"]["pooling"]}
+                        cache[key] = prepare(cfg, shape, tokenizer, log=log)
+                    return cache[key]
+                result = _run(cfg, {"pooling": pooling} if pooling else {}, task_data, f"{tag} {task}", log)
+                valid = result["valid"]
+                accuracies[task], ses[task], runs[task] = valid["accuracy"], valid.get("accuracy_se"), cfg.out
+                chance[task] = valid.get("chance_accuracy")
+                if f"{task}/{s}" not in floors:  # the majority class of this task's data at this seed
+                    floors[f"{task}/{s}"] = _task_floor(task_data())
+                    atomic_write_json(out / FLOOR_FILE, floors)
+            metrics = summarize(accuracies, tasks, ses)
             if all(chance.get(t) is not None for t in tasks):  # the majority-class baseline of the mean
                 metrics["chance_accuracy"] = _mean([chance[t] for t in tasks])
             per_seed.append({"seed": s, "metrics": metrics, "pretrain": {
                 "run": str(pre_run), "loss": pre["valid"]["loss"], "ppl": pre["valid"].get("ppl"),
-                "tokens_per_s": pre["tokens_per_s"], "params": pre["params"]}, "runs": runs})
+                "tokens_per_s": pre["tokens_per_s"], "params": pre["params"]}, "runs": runs,
+                "tokens_per_s": pre["tokens_per_s"]})
             log(f"{tag}: " + ", ".join(f"{t} {accuracies[t]:.1f}" for t in tasks)
                 + f"; mean {metrics['accuracy']:.2f} ({time.time() - t0:.0f}s so far)")
-        rows.append(_row(name, per_seed))
-    found = evaluate_claims(rows, KIND, select_claims(["Table 5", "Table 6"]))
+        rows.append({**_row(name, per_seed), "tuned": tuned, "sweep": scores,
+                     **({"base_plus": base_plus} if name == BASE_PLUS else {})})
     settings = {"pretrain": pre_cfg.to_dict(), "finetune": fine_base.to_dict(), "model": model, "pooling": pooling}
-    results = {"kind": KIND, "variants": rows, "tasks": {t: dataclasses.asdict(SUITE[t]) for t in tasks},
-               "seeds": seed_values, "findings": found, "paper_label": LABEL, "settings": settings,
-               "wall_s": time.time() - t0, "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+    results = {"kind": KIND, "variants": rows, "floor": floor_row(floors, tasks, seed_values),
+               "tasks": {t: dataclasses.asdict(SUITE[t]) for t in tasks}, "seeds": seed_values,
+               "tuning": tune.to_dict() if tune else None, "base_plus": base_plus, "paper_label": LABEL,
+               "settings": settings, "wall_s": time.time() - t0, "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+    results["findings"] = evaluate_claims(with_floor(results), KIND, select_claims(["Table 5", "Table 6"]))
     text = report_markdown(results)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "report.md", text)
@@ -193,17 +306,57 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
     return results
 
 
+def _read_json(file: Path) -> dict:
+    return json.loads(file.read_text()) if file.exists() else {}
+
+
+def _base_plus(out: Path, names: list[str], pre_cfg: TrainConfig, model: dict, pre_data, log) -> dict:
+    """T5 Base+'s matched FFN (`matched_ffn`), computed once into out/base_plus.json."""
+    file = out / BASE_PLUS_FILE
+    found = _read_json(file)
+    if not found:
+        found = matched_ffn(pre_cfg, model, pre_data(), _mixtures(names))
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(file, found)
+    log(f"{BASE_PLUS}: V with ffn_dim {found['ffn_dim']} (was {found['base_ffn_dim']}): {found['params']:,} "
+        f"parameters vs {found['matched']}'s {found['matched_params']:,} ({100 * found['rel_diff']:+.2f}%)")
+    return found
+
+
+def _task_floor(data) -> dict:
+    from .floors import floor_row as data_floor
+
+    row = data_floor("classify", data, "valid")
+    return {"accuracy": row["metrics"]["accuracy"], "examples": row["metrics"]["examples"]}
+
+
+def floor_row(floors: dict, tasks: list[str], seeds: list[int]) -> dict | None:
+    """The suite's floor row: each task's majority-class dev accuracy (`floors.floor_row`) averaged over
+    the seeds (a seed samples its own examples), summarized like a variant (`summarize`) but without
+    pair_vs_single. None when a task lacks one."""
+    accs = {}
+    for t in tasks:
+        values = [floors[f"{t}/{s}"]["accuracy"] for s in seeds if f"{t}/{s}" in floors]
+        if len(values) != len(seeds):
+            return None
+        accs[t] = _mean(values)
+    metrics = summarize(accs, tasks)
+    metrics.pop("pair_vs_single", None)
+    return {"variant": "floor", "floor": True, "name": "majority class", "split": "valid", "metrics": metrics}
+
+
 def _row(name: str, per_seed: list[dict]) -> dict:
-    """A variant's result row: per-seed rows under "seeds", the mean (and sample std) of each metric."""
-    keys = list(per_seed[0]["metrics"])
+    """A variant's result row: per-seed rows under "seeds", the mean (and sample std) of each metric,
+    and the 95% interval of each (`compare.intervals`)."""
+    keys = [k for k in per_seed[0]["metrics"] if not k.endswith("_se")]
     mean, std = {}, {}
     for k in keys:
         values = [r["metrics"][k] for r in per_seed if r["metrics"].get(k) is not None]
         mean[k] = _mean(values)
         std[k] = statistics.stdev(values) if len(values) > 1 else None
     pre_loss = _mean([r["pretrain"]["loss"] for r in per_seed])
-    return {"variant": name, "metrics": mean, "metrics_std": std, "n_seeds": len(per_seed),
-            "pretrain_loss": pre_loss, "params": per_seed[0]["pretrain"]["params"],
+    return {"variant": name, "metrics": mean, "metrics_std": std, "interval": intervals(per_seed),
+            "n_seeds": len(per_seed), "pretrain_loss": pre_loss, "params": per_seed[0]["pretrain"]["params"],
             "tokens_per_s": _mean([r["pretrain"]["tokens_per_s"] for r in per_seed]), "seeds": per_seed}
 
 
@@ -212,7 +365,8 @@ def _fmt(value, spec: str = "{:.1f}") -> str:
 
 
 def report_markdown(results: dict) -> str:
-    """report.md: ours per task and on average beside the paper's GLUE / SuperGLUE, deltas vs V, claims."""
+    """report.md: the suite table (mean with 95% intervals, the floor row, the paper's GLUE / SuperGLUE),
+    per-task scores, the tuning, deltas vs V, claims."""
     rows, tasks = results["variants"], list(results["tasks"])
     pre = results["settings"]["pretrain"]
     fine = results["settings"]["finetune"]
@@ -221,24 +375,31 @@ def report_markdown(results: dict) -> str:
              f"{fine['steps']} fine-tuning steps per task (at most {fine['max_examples'] or 'all'} training "
              f"examples), preset {pre['preset']}, seeds {results['seeds']}. Scores: dev (validation) accuracy, %.",
              "", "Tasks: " + "; ".join(f"**{t}** ({'pair' if results['tasks'][t]['pair'] else 'single'}: "
-                                       f"{results['tasks'][t]['stands_for']})" for t in tasks), ""]
-    paper_titles = [t for t in paper_columns(KIND, "V")]
-    head = ["variant", *tasks, "mean", "single", "pair", "pair/single", "MLM loss", *paper_titles]
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        m, sd = r["metrics"], r["metrics_std"]
-        ours = [_fmt(m.get(f"acc_{t}")) + (f" ± {sd[f'acc_{t}']:.1f}" if sd.get(f"acc_{t}") is not None else "")
-                for t in tasks]
-        ours += [_fmt(m.get("accuracy"), "{:.2f}") + (f" ± {sd['accuracy']:.2f}" if sd.get("accuracy") is not None else ""),
-                 _fmt(m.get("single")), _fmt(m.get("pair")), _fmt(m.get("pair_vs_single")),
-                 _fmt(r["pretrain_loss"], "{:.3f}")]
-        paper = [_fmt(v) for v in paper_columns(KIND, r["variant"]).values()]
-        lines.append("| " + " | ".join([r["variant"], *ours, *paper]) + " |")
+                                       f"{results['tasks'][t]['stands_for']})" for t in tasks), "",
+             table_markdown(with_floor(results), "classify", kind=KIND), ""]
+    all_rows = with_floor(results)
+    head = ["variant", *tasks, "single", "pair", "pair/single", "MLM loss"]
+    lines += ["Per task (mean [95% interval]):", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in all_rows:
+        cells = [_fmt_stat(r, k, "{:.1f}") for k in (*(f"acc_{t}" for t in tasks), "single", "pair")]
+        cells += ["—" if r.get("floor") else _fmt_stat(r, "pair_vs_single", "{:.1f}"),
+                  _fmt(r.get("pretrain_loss"), "{:.3f}")]
+        label = f"floor: {r['name']}" if r.get("floor") else r["variant"]
+        lines.append("| " + " | ".join([label, *cells]) + " |")
+    base_plus = results.get("base_plus")
     lines += ["", f"Paper columns: {LABEL}, {CITATION}; GLUE / SuperGLUE dev averages of T5 (small, en-mix; "
               f"'V' = T5 Base; T5 Base+, with the +V mixtures' parameter count: {TABLE5['T5 Base+']['glue']} / "
               f"{TABLE6_SUPERGLUE['T5 Base+']}), SST-2, and the "
               "mean of the GLUE sentence-pair tasks (MRPC, STS-B, QQP, MNLI, QNLI, RTE; two-number cells averaged).",
               ""]
+    if base_plus:
+        lines += [f"{BASE_PLUS} here: V with ffn_dim {base_plus['ffn_dim']} (V: {base_plus['base_ffn_dim']}), "
+                  f"{base_plus['params']:,} parameters vs {base_plus['matched']}'s {base_plus['matched_params']:,} "
+                  f"({100 * base_plus['rel_diff']:+.2f}%; the largest +V mixture run).", ""]
+    tuning = tuning_markdown(rows, results.get("tuning"))
+    if tuning:
+        lines += ["Pretraining learning rate per variant (fine-tuning: lr "
+                  f"{fine['lr']:g} for every variant). " + tuning, ""]
     lines += _deltas(rows)
     found = results["findings"]
     lines += ["", "## The paper's Table 5-6 claims, checked here", ""]

@@ -14,10 +14,11 @@ from synthformer.data.sources import DataSplits
 from synthformer.data.tokenizer import SPECIALS
 from synthformer.errors import ConfigError
 from synthformer.finetune import init_encoder
-from synthformer.finetune_suite import SUITE, pretrain_finetune, summarize
+from synthformer.finetune_suite import BASE_PLUS, SUITE, pretrain_finetune, summarize
 from synthformer.model import load
 from synthformer.tasks.classify import pair_splits
 from synthformer.train import TrainConfig, prepare_data, train
+from synthformer.tuning import TuneConfig
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*truncated")
 
@@ -154,35 +155,97 @@ def test_summarize_means_and_pair_vs_single():
     assert SUITE["paraphrase"].pair and not SUITE["sentiment"].pair
 
 
-def test_suite_two_variants_two_tasks_end_to_end(tmp_path):
+def test_summarize_item_errors_of_the_means_and_the_ratio():
+    m = summarize({"sentiment": 80.0, "topic": 60.0, "paraphrase": 63.0}, ["sentiment", "topic", "paraphrase"],
+                  {"sentiment": 3.0, "topic": 4.0, "paraphrase": 2.0})
+    assert m["acc_topic_se"] == 4.0 and m["single_se"] == pytest.approx(2.5)  # sqrt(9 + 16) / 2
+    assert m["accuracy_se"] == pytest.approx(29 ** 0.5 / 3) and m["pair_se"] == 2.0
+    assert m["pair_vs_single_se"] == pytest.approx(90.0 * ((2 / 63) ** 2 + (2.5 / 70) ** 2) ** 0.5)
+
+
+def test_suite_end_to_end_with_seeds_floor_intervals_and_base_plus(tmp_path):
     out = tmp_path / "suite"
     logs = []
-    kw = dict(pretrain_steps=2, finetune_steps=2, finetune_examples=60, threads=1, device="cpu",
+    kw = dict(pretrain_steps=2, finetune_steps=2, finetune_examples=60, threads=1, device="cpu", seeds=2,
               pretrain={"max_examples": 60, "seq_len": 32, "batch_size": 4, "vocab_size": 400},
               finetune={"batch_size": 4}, model={"embed_dim": 32, "ffn_dim": 64, "max_seq_len": 48}, log=logs.append)
+    names = ["V", "R+V", BASE_PLUS]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        results = pretrain_finetune(["V", "R"], ["sentiment", "paraphrase"], out, **kw)
+        results = pretrain_finetune(names, ["sentiment", "paraphrase"], out, **kw)
     rows = {r["variant"]: r for r in results["variants"]}
-    assert set(rows) == {"V", "R"} and results["kind"] == "finetune"
+    assert set(rows) == set(names) and results["kind"] == "finetune" and results["seeds"] == [0, 1]
     for name, row in rows.items():
-        for task in ("sentiment", "paraphrase"):
-            done = json.loads((out / "finetune" / task / name / "done.json").read_text())
-            assert row["metrics"][f"acc_{task}"] == done["valid"]["accuracy"]  # the dev accuracy of that run
-            assert done["train"]["init_from"] == str(out / "pretrain" / name) and done["model"]["attention"] == name
+        folder = "T5-Base-plus" if name == BASE_PLUS else name
+        assert [s["seed"] for s in row["seeds"]] == [0, 1]
+        for seed, per in zip((0, 1), row["seeds"]):
+            for task in ("sentiment", "paraphrase"):
+                done = json.loads((out / "finetune" / task / f"{folder}-seed{seed}" / "done.json").read_text())
+                assert per["metrics"][f"acc_{task}"] == done["valid"]["accuracy"]  # the dev accuracy of that run
+                assert per["metrics"][f"acc_{task}_se"] == done["valid"]["accuracy_se"] > 0
+                assert done["train"]["init_from"] == str(out / "pretrain" / f"{folder}-seed{seed}")
+                assert done["model"]["attention"] == ("V" if name == BASE_PLUS else name)
+            pm = per["metrics"]
+            assert pm["pair_vs_single"] == pytest.approx(100 * pm["acc_paraphrase"] / pm["acc_sentiment"])
         m = row["metrics"]
         assert m["accuracy"] == pytest.approx((m["acc_sentiment"] + m["acc_paraphrase"]) / 2)
-        assert m["pair_vs_single"] == pytest.approx(100 * m["acc_paraphrase"] / m["acc_sentiment"])
-    claims = {f["claim"]: f["status"] for f in results["findings"]}
-    assert {"t5-glue-r-below-v", "t5-single-r-close-v", "t5-pairs-r-weak"} <= set(claims)
-    assert set(claims.values()) <= {"reproduced", "not reproduced", "inconclusive"}
+        assert m["pair_vs_single"] == pytest.approx(sum(s["metrics"]["pair_vs_single"] for s in row["seeds"]) / 2)
+        for key in ("accuracy", "acc_sentiment", "pair", "pair_vs_single"):  # every metric's 95% interval
+            lo, hi = row["interval"][key]
+            assert lo < m[key] < hi
+        assert row["tuned"] == {"lr": 2e-3, "warmup_steps": 1, "table_lr_mult": 10.0}  # no sweep: the same for all
+    # T5 Base+: V with a wider FFN, its built (and trained) parameter count within 1% of R+V's
+    plus = results["base_plus"]
+    assert plus["matched"] == "R+V" and plus["ffn_dim"] > 64 and rows["V"]["params"] < rows["R+V"]["params"]
+    assert abs(rows[BASE_PLUS]["params"] - rows["R+V"]["params"]) <= 0.01 * rows["R+V"]["params"]
+    assert rows[BASE_PLUS]["seeds"][0]["pretrain"]["params"] == plus["params"]
+    # the floor: each task's train-majority class scored on the same dev examples, the mean over the seeds;
+    # never above the dev split's own most frequent class (the run's chance_accuracy, the best constant)
+    floor = results["floor"]
+    assert floor["floor"] and floor["name"] == "majority class" and "pair_vs_single" not in floor["metrics"]
+    stored = json.loads((out / "floor.json").read_text())
+    for task in ("sentiment", "paraphrase"):
+        for seed in (0, 1):
+            done = json.loads((out / "finetune" / task / f"V-seed{seed}" / "done.json").read_text())
+            assert 0 <= stored[f"{task}/{seed}"]["accuracy"] <= done["valid"]["chance_accuracy"]
+            assert stored[f"{task}/{seed}"]["examples"] == done["valid"]["examples"]
+        assert floor["metrics"][f"acc_{task}"] == pytest.approx((stored[f"{task}/0"]["accuracy"]
+                                                                  + stored[f"{task}/1"]["accuracy"]) / 2)
+    claims = {f["claim"]: f for f in results["findings"]}
+    assert {"t5-glue-rv-above-v", "t5-glue-rv-above-base-plus", "t6-superglue-rv-above-base-plus"} <= set(claims)
+    for f in claims.values():  # judged against the floor: a variant not 2 points above it is "not learned"
+        below = [v for v in f["ours"] if rows[v]["metrics"][f["metric"]] <= floor["metrics"].get(f["metric"], -1) + 2]
+        assert f["status"] in ("reproduced", "not reproduced", "inconclusive")
+        if below:
+            assert f["status"] == "inconclusive" and f["note"].startswith("not learned")
     report = (out / "report.md").read_text()
-    assert "| GLUE | SuperGLUE |" in report and "| 83.5 | 70.3 |" in report and "| 75.1 | 61.1 |" in report
-    assert "`t5-pairs-r-weak`" in report and json.loads((out / "results.json").read_text())["kind"] == "finetune"
+    assert "| paper: GLUE | paper: SuperGLUE |" in report and "| 83.5 | 70.3 |" in report and "| 82.8 | 70.7 |" in report
+    assert "| floor: majority class |" in report and "[95% interval" in report and "Not tuned" in report
+    assert f"ffn_dim {plus['ffn_dim']}" in report and "`t5-glue-rv-above-base-plus`" in report
     logs.clear()  # the same out again: every run is reused, the numbers are the same
-    again = pretrain_finetune(["V", "R"], ["sentiment", "paraphrase"], out, **kw)
-    assert sum("finished earlier" in line for line in logs) == 6
+    again = pretrain_finetune(names, ["sentiment", "paraphrase"], out, **kw)
+    assert sum("finished earlier" in line for line in logs) == 18
     assert [r["metrics"] for r in again["variants"]] == [r["metrics"] for r in results["variants"]]
+    assert again["floor"] == floor
+
+
+def test_suite_sweeps_every_variants_pretraining_alike(tmp_path):
+    kw = dict(pretrain_steps=2, finetune_steps=1, finetune_examples=40, threads=1, device="cpu",
+              pretrain={"max_examples": 40, "seq_len": 32, "batch_size": 4, "vocab_size": 300},
+              finetune={"batch_size": 4}, model={"embed_dim": 32, "ffn_dim": 64, "max_seq_len": 32}, log=quiet)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = pretrain_finetune(["V", "R"], ["sentiment"], tmp_path / "s",
+                                    tune=TuneConfig(lr_mults=(1.0, 4.0), table_lr_mults=(1.0,), fraction=0.5), **kw)
+    for row in results["variants"]:
+        assert [c["lr"] for c in row["sweep"]] == [2e-3, 8e-3]  # the same candidates for both
+        best = min(row["sweep"], key=lambda c: c["valid"])
+        assert row["tuned"]["lr"] == best["lr"]
+        done = json.loads((tmp_path / "s" / "pretrain" / row["variant"] / "done.json").read_text())
+        assert done["train"]["lr"] == best["lr"]  # the seed's pretraining used the chosen lr
+        assert (tmp_path / "s" / "tune" / row["variant"]).is_dir()
+    assert results["tuning"]["lr_mults"] == [1.0, 4.0]
+    assert "lr x1/4 of the base" in (tmp_path / "s" / "report.md").read_text()
 
 
 def test_suite_refuses_bad_input_before_training(tmp_path):
@@ -192,4 +255,6 @@ def test_suite_refuses_bad_input_before_training(tmp_path):
         pretrain_finetune(["V", "nope"], ["sentiment"], tmp_path / "x")
     with pytest.raises(ConfigError):
         pretrain_finetune(["V", "v"], ["sentiment"], tmp_path / "x")  # the same variant twice
+    with pytest.raises(ConfigError, match="add one"):
+        pretrain_finetune(["V", BASE_PLUS], ["sentiment"], tmp_path / "x")  # nothing to match
     assert not (tmp_path / "x").exists()

@@ -25,6 +25,13 @@ def reproduce(*args):
     return run_in_process(main, "reproduce", *args, "--threads", "1")
 
 
+def test_table5_runs_base_plus_at_the_real_budgets_only():
+    from synthformer.reproduce import table5
+
+    assert "T5 Base+" in table5.variants("cpu") and "T5 Base+" in table5.variants("gpu")
+    assert "T5 Base+" not in table5.variants("smoke") and table5.SPEC.seeds["smoke"] == 1
+
+
 def test_list_shows_every_name_with_data_variants_and_time():
     code, out, _ = run_in_process(main, "reproduce", "--list")
     assert code == 0
@@ -108,9 +115,38 @@ def test_smoke_end_to_end(tmp_path, name):
         assert set(scores) == {"V", "R", "D", "D+V", "R+V"} and scores["V"]["decoded"] == BUDGET_TRAIN["smoke"]["decode_examples"]
     if name == "table4":
         assert "| MLM acc. % | tokens/s | vs V | vs DynConv |" in report and "1.09x" in report and "1.61x" in report
-    if name == "table5":  # pretrain_finetune's per-task table and the paper's GLUE / SuperGLUE columns
-        assert "| sentiment | topic | paraphrase | mean |" in report and "SuperGLUE" in report
+    if name == "table5":  # pretrain_finetune's tables: intervals, the floor row, the paper's GLUE / SuperGLUE
+        assert "| variant | sentiment | topic | paraphrase | single | pair |" in report
+        assert "| paper: GLUE | paper: SuperGLUE |" in report and "judged on the sentence-pair task's accuracy" in report
+        assert "| floor: majority class |" in report and "[95% interval" in report and "Not tuned" in report
         assert (out / "finetune" / "results.json").exists()
+        section = results["sections"][0]
+        floor = section["floor"]["metrics"]
+        assert set(floor) >= {"acc_sentiment", "acc_topic", "acc_paraphrase", "accuracy", "single", "pair"}
+        for row in section["rows"]:  # one seed at smoke: the interval is the dev examples' bootstrap alone
+            assert len(row["seeds"]) == 1 and row["tuned"]["lr"] > 0
+            for key in ("accuracy", "acc_sentiment", "pair"):
+                lo, hi = row["interval"][key]
+                assert lo < row["metrics"][key] < hi and 0 <= floor[key] <= 100
+        rows = {r["variant"]: r for r in section["rows"]}
+        for f in section["findings"]:  # a claim is judged only when its variants are 2 points above the floor
+            key = f["metric"] if f["metric"] in floor else None
+            if key and any(rows[v]["metrics"][key] <= floor[key] + 2 for v in f["ours"]):
+                assert f["status"] == "inconclusive" and f["note"].startswith("not learned"), f
+    if name == "lra":  # speed and peak memory from synthformer.bench at each task's length, beside LRA's
+        assert "LRA: peak GB 1K" in report and "peak MB" in report and "measured by `synthformer.bench`" in report
+        bench = results["sections"][-1]["bench"]
+        for section in results["sections"][:3]:
+            measured = bench[section["key"]]
+            assert measured["length"] == 32 and measured["batch"] == BUDGET_TRAIN["smoke"]["batch_size"]
+            for row in section["rows"]:
+                for s in row["seeds"]:  # beside the training tokens/s, the bench's peak of that seed
+                    assert s["tokens_per_s"] > 0 and s["peak_bytes"] > 0
+                    assert s["peak_bytes"] == next(m["peak_bytes"] for m in measured["rows"][row["variant"]]
+                                                   if m["seed"] == s["seed"])
+            assert (out / section["key"] / "bench.json").exists()
+        memory = next(c for c in results["claims"] if c["claim"] == "lra-memory-rv-below-v")
+        assert memory["status"] in ("reproduced", "not reproduced", "inconclusive") and "peak_bytes" in memory["detail"]
     if name == "lra":
         assert "not available" in report and "Retrieval" in report and "Pathfinder" in report
         # the text grid is LRA's text kind; the averages are judged on per-variant means over the three tasks

@@ -9,6 +9,19 @@ words, ~2 KB; some over 30 KB): the task is to tell a page's manual section from
 bytes (1 user commands, 2 system calls, 3 library functions, 4 devices, 5 file formats, 7 overviews,
 8 administration), with the manpages-summ split (by page name). The sentiment sentences (~100 bytes)
 and fortunes (~150 bytes) are too short to be a long-range task.
+
+Speed and memory (LRA's efficiency table, and the claim ``lra-memory-rv-below-v``): measured with
+synthformer's own benchmark (`synthformer.bench`), not read off the training runs, so that every
+variant is measured the same way: for each task's length L and each variant, one token-mixing layer
+of the grid's width and heads (`bench.cases.layer_case`, bidirectional, the mixers' default options:
+Linformer k = 32 as the cpu and gpu grids train) runs forward + backward on a batch of the grid's
+size (batch x L tokens, at most `BENCH_MAX_TOKENS`: LRA's batch 32 at 1K); the variants are timed round-robin (`bench.measure.run_cases`: median step
+time) and the peak memory of one extra step is measured (`PeakMeter`: CUDA's max_memory_allocated
+over the step's start; on CPU the growth of the resident set's high-water mark). One measurement per
+seed (the layer's init and input drawn from that seed), on the device the grids trained on; stored
+in ``<task>/bench.json`` and put into each row (and seed) as ``peak_bytes`` beside ``tokens_per_s``
+(which stays the training run's throughput). The training runs record no peak memory, and a
+whole-run peak on CPU would mix in the data and the optimizer; the layer is where the variants differ.
 """
 from __future__ import annotations
 
@@ -113,6 +126,98 @@ def lra_table(sections_rows: dict) -> str:
             "Pathfinder was not built.")
 
 
+BENCH_FILE = "bench.json"  # out/<task>/: the layer measurements at the task's length
+BENCH_REPEATS, BENCH_WARMUP = 3, 1  # timed steps (median) and warm-up steps per variant and seed
+BENCH_MAX_TOKENS = 32 * 1024  # tokens per measured step at most (gpu text, L = 4096: batch 8, not 32)
+
+
+def bench_measure(variants, length: int, batch: int, embed_dim: int, num_heads: int, seeds: list[int],
+                  device: str) -> dict:
+    """{variant: [{seed, tokens_per_s, peak_bytes, median_s}, ...]}: one bidirectional mixing layer per
+    variant at `length`, forward + backward on `batch` sequences, timed round-robin and its peak memory
+    measured by `synthformer.bench` (module docstring)."""
+    import torch
+
+    from ..bench.cases import layer_case
+    from ..bench.measure import run_cases
+
+    dev = torch.device("cuda" if device in ("auto", "cuda") and torch.cuda.is_available() else
+                       device if device not in ("auto", "cuda") else "cpu")
+    found = {v: [] for v in variants}
+    for seed in seeds:
+        cases = [layer_case(v, "train", length, batch * length, embed_dim, num_heads, False, dev, torch.float32,
+                            seed=seed) for v in variants]
+        for r in run_cases(cases, BENCH_REPEATS, BENCH_WARMUP, dev, log=lambda *a: None):
+            c = r["case"]
+            found[c.variant].append({"seed": seed, "tokens_per_s": c.tokens / r["median_s"], "peak_bytes": r["peak"],
+                                     "median_s": r["median_s"], "peak_method": r["method"]})
+        del cases
+    return {"length": length, "batch": batch, "embed_dim": embed_dim, "num_heads": num_heads,
+            "device": str(dev), "rows": found}
+
+
+def add_bench(grid: Grid, results: dict, folder: Path, log=print) -> dict:
+    """Measure (once: ``folder/bench.json``) the grid's variants at its length and put each seed's
+    ``peak_bytes`` beside its ``tokens_per_s`` (and the mean in the row). Returns the measurements."""
+    file = folder / BENCH_FILE
+    if file.exists():
+        bench = json.loads(file.read_text())
+    else:
+        first = results["variants"][0]
+        seeds = [s["seed"] for s in first["seeds"]]
+        train = first["train"]
+        bench = bench_measure([r["variant"] for r in results["variants"]],
+                              grid.train["seq_len"], min(train["batch_size"], max(1, BENCH_MAX_TOKENS // grid.train["seq_len"])), first["model"]["embed_dim"],
+                              first["model"]["num_heads"], seeds, train.get("device", "auto"))
+        atomic_write_text(file, json.dumps(bench, indent=1))
+        log(f"{grid.key}: measured speed and peak memory of each variant's layer at length {bench['length']} "
+            f"({bench['device']})")
+    for row in results["variants"]:
+        measured = {m["seed"]: m for m in bench["rows"][row["variant"]]}
+        for s in row["seeds"]:
+            if measured.get(s["seed"], {}).get("peak_bytes") is not None:
+                s["peak_bytes"] = measured[s["seed"]]["peak_bytes"]
+        peaks = [m["peak_bytes"] for m in measured.values() if m["peak_bytes"] is not None]
+        row["peak_bytes"] = sum(peaks) / len(peaks) if peaks else None
+        row["bench_tokens_per_s"] = sum(m["tokens_per_s"] for m in measured.values()) / len(measured)
+    return bench
+
+
+def bench_table(benches: dict) -> str:
+    """Speed and peak memory from `synthformer.bench` at each task's length, relative to V, beside LRA's."""
+    from ..reference_results import LRA_LENGTHS, LRA_MEMORY_GB, LRA_STEPS_PER_S
+
+    head = ["model"]
+    for key, b in benches.items():
+        head += [f"{key} L={b['length']}: tokens/s", "vs V", "peak MB", "vs V"]
+    head += [f"LRA: steps/s {n // 1024}K" for n in LRA_LENGTHS] + ["LRA: peak GB 1K", "LRA: peak GB 4K"]
+    rows = []
+    for v in VARIANTS:
+        cells = [v]
+        for b in benches.values():
+            mine, base = b["rows"].get(v) or [], b["rows"].get("V") or []
+            tps = _mean_of(mine, "tokens_per_s")
+            peak = _mean_of(mine, "peak_bytes")
+            base_tps, base_peak = _mean_of(base, "tokens_per_s"), _mean_of(base, "peak_bytes")
+            cells += [fmt(tps, "{:,.0f}"), fmt(tps / base_tps if tps and base_tps else None, "{:.2f}x"),
+                      fmt(peak / 2 ** 20 if peak is not None else None, "{:.1f}"),
+                      fmt(peak / base_peak if peak is not None and base_peak else None, "{:.2f}x")]
+        cells += [fmt(x, "{:.1f}") for x in LRA_STEPS_PER_S.get(v, (None,) * len(LRA_LENGTHS))]
+        cells += [fmt(x, "{:.2f}") for x in LRA_MEMORY_GB.get(v, (None, None))]
+        rows.append(cells)
+    device = ", ".join(sorted({b["device"] for b in benches.values()}))
+    return (markdown_table(head, rows) + f"\n\nOurs: one bidirectional token-mixing layer (width and heads of the "
+            f"grid's model, the grid's batch), forward + backward, measured by `synthformer.bench` on {device}: "
+            f"median of {BENCH_REPEATS} round-robin steps, peak memory of one more step (CUDA allocator peak; on CPU "
+            "the resident-set growth), mean over the seeds. LRA: whole models on TPU v3, batch 32 (its efficiency "
+            "table); compare the ratios, not the values.")
+
+
+def _mean_of(rows: list[dict], key: str) -> float | None:
+    values = [r[key] for r in rows if r.get(key) is not None]
+    return sum(values) / len(values) if values else None
+
+
 def average_rows(grid_results: list[dict]) -> list[dict]:
     """The LRA summary rows (task kind "lra"): each variant's accuracy averaged over the tasks run, per
     seed (the seeds every task ran) with the item SEs combined, its 95% interval, and the floor row
@@ -147,9 +252,10 @@ def run(ctx):
     from ..claims import evaluate
 
     counts = write_text_data(ctx.out / TEXT_DATA)
-    sections, accuracy, all_results = [], {}, []
+    sections, accuracy, all_results, benches = [], {}, [], {}
     for grid in grids(ctx.budget, ctx.out):
         results = ctx.run_grid(grid)
+        benches[grid.key] = add_bench(grid, results, ctx.out / grid.key, ctx.log)  # peak_bytes beside tokens/s
         all_results.append(results)
         accuracy[grid.key] = {r["variant"]: r["metrics"] for r in results["variants"]}
         extra = ""
@@ -160,8 +266,10 @@ def run(ctx):
     found = [f for f in evaluate(average, "lra") if f["table"] in SPEC.tables]
     summary = Section("LRA table", "Our accuracy (%) beside LRA's:\n\n" + lra_table(accuracy)
                       + "\n\nThe average claims compare each variant's mean accuracy over the tasks run here "
-                        "(ListOps, Text, Image) with LRA's average over its five.", found, kinds=("lra",),
-                      variants=VARIANTS, data={"key": "average", "rows": average, "findings": found})
+                        "(ListOps, Text, Image) with LRA's average over its five.\n\n"
+                        "Speed and memory at each task's length (LRA's efficiency table):\n\n" + bench_table(benches),
+                      found, kinds=("lra",), variants=VARIANTS,
+                      data={"key": "average", "rows": average, "bench": benches, "findings": found})
     summary.extra = [{"claim": cid, "table": table, "text": text, "status": "not available",
                       "detail": "no data source for it here"} for cid, table, text in SPEC.extra_claims]
     return sections + [summary], []
