@@ -32,7 +32,7 @@ from .integrity import atomic_write_json, atomic_write_text
 from .lock import LOCK_FILE, RunLock
 from .mixers.registry import check_slot, display_name
 from .reference_results import LABEL, TASK_KINDS, task_kind
-from .report import findings, findings_markdown, table_markdown, tuning_markdown
+from .report import floor_line, findings, findings_markdown, table_markdown, tuning_markdown
 from .tuning import TuneConfig, make_tune, sweep, untuned
 
 # The paper's Table 2 variants plus its strongest convolutional baseline (Table 4).
@@ -359,7 +359,9 @@ def _write_report(out: Path, base, results: dict, log) -> None:
     seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}..{seeds[-1]}"
     header = (f"# synthformer compare: {base.task} on {base.data} (task kind {kind}), preset {base.preset}, "
               f"{base.steps} steps x {base.batch_size} sequences, {seed_text}\n")
+    note = floor_line(with_floor(results), base.task)
     text = (header + "\n" + table_markdown(with_floor(results), base.task, kind=kind) + "\n\n"
+            + (f"**{note}**\n\n" if note else "")
             + tuning_markdown(rows, results.get("tuning"))
             + f"\n\n## The paper's claims for task kind {kind}, checked here\n\n"
             + findings_markdown(results["findings"]) + "\n")

@@ -18,6 +18,26 @@ METRIC_COLUMNS = {
 LOWER_IS_BETTER = {"ppl", "loss"}
 
 
+SIZING = "reproductions/NOTES.md (section 'Sizing')"  # measured model sizes and steps that clear the floors
+
+
+def floor_line(rows: list[dict], task: str) -> str | None:
+    """One line when no variant beats the floor row on the task's main metric (nothing was learned at
+    this budget, so every finding is 'not learned'), naming the floor and where a sufficient size is
+    measured; None when some variant beats it or there is no floor."""
+    floors = [r for r in rows if r.get("floor")]
+    key = METRIC_COLUMNS[task][0][1]
+    floor = floors[0]["metrics"].get(key) if floors else None
+    values = [(r.get("metrics") or {}).get(key) for r in rows if not r.get("floor")]
+    if floor is None or not values or any(v is None for v in values):
+        return None
+    beats = [v < floor if key in LOWER_IS_BETTER else v > floor for v in values]
+    if any(beats):
+        return None
+    return (f"No variant beats the floor ({floors[0].get('name', 'trivial baseline')}: {key} {floor:.4g}) at this "
+            f"budget, so every finding is 'not learned'; model sizes and steps that clear it: {SIZING}.")
+
+
 def _fmt(value, spec: str = "{}") -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"

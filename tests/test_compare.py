@@ -38,6 +38,19 @@ TINY = ["--seeds", "1", "--steps", "3", "--seq_len", "24", "--vocab_size", "300"
         "--eval_every", "2", "--eval_batches", "2", "--threads", "1", "--progress", "false", "--warmup_steps", "1"]
 
 
+def test_floor_line_names_the_floor_only_when_no_variant_beats_it():
+    from synthformer.report import floor_line
+
+    floor = {"variant": "floor", "floor": True, "name": "KN bigram", "metrics": {"ppl": 80.0}}
+    rows = [{"variant": "V", "metrics": {"ppl": 90.0}}, {"variant": "R", "metrics": {"ppl": 85.0}}]
+    assert "KN bigram: ppl 80" in floor_line(rows + [floor], "lm")
+    assert floor_line([{"variant": "V", "metrics": {"ppl": 79.0}}, *rows, floor], "lm") is None
+    assert floor_line(rows, "lm") is None  # no floor row
+    acc = {"variant": "floor", "floor": True, "metrics": {"accuracy": 50.0}}
+    assert floor_line([{"variant": "V", "metrics": {"accuracy": 49.0}}, acc], "classify") is not None
+    assert floor_line([{"variant": "V", "metrics": {"accuracy": 61.0}}, acc], "classify") is None
+
+
 def test_compare_tiny_budget_writes_table_plot_and_results(dialogue, tmp_path):
     out = tmp_path / "cmp"
     code, stdout, err = compare_main("--variants", "V,r+v", "--data", dialogue, "--preset", "tiny",
@@ -50,6 +63,9 @@ def test_compare_tiny_budget_writes_table_plot_and_results(dialogue, tmp_path):
     assert "paper: dialogue" not in table and "EnDe" not in table  # paper columns of the LM kind only
     assert "claims for task kind lm" in table and "`t2-lm1b-rv-close-v`" in table
     assert "| V |" in stdout  # the table is printed too
+    floor = json.loads((out / "floor.json").read_text())["row"]["metrics"]["ppl"]
+    ppls = [r["metrics"]["ppl"] for r in json.loads((out / "results.json").read_text())["variants"]]
+    assert ("No variant beats the floor" in table) == all(p >= floor for p in ppls)  # 3 steps: it never does
     png = (out / "curves.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     results = json.loads((out / "results.json").read_text())
