@@ -22,8 +22,24 @@ def _reports(root: Path) -> dict:
         except json.JSONDecodeError:
             continue
         if data.get("name") in names() and "claims" in data:
-            found[data["name"]] = {**data, "folder": file.parent.name}
+            found[data["name"]] = {**data, "folder": file.parent.name, "judged": _has_floor(file.parent)}
     return found
+
+
+OLD_RULES = ("predates the evidence rules (no floor, no intervals, one-sided 'close'; R/FR evaluated with a "
+             "stale softmax table): see NOTES.md")
+
+
+def _has_floor(folder: Path) -> bool:
+    """Whether a name's grids were judged with a floor row (reports written before the evidence rules were
+    not: their statuses are kept, marked as such)."""
+    for file in folder.glob("*/results.json"):
+        try:
+            if json.loads(file.read_text()).get("floor"):
+                return True
+        except (json.JSONDecodeError, UnicodeDecodeError, OSError):
+            continue
+    return False
 
 
 def all_claims() -> list[tuple[str, str, str, str]]:
@@ -63,7 +79,8 @@ def write_index(root: str | Path) -> Path:
         r = reports.get(name)
         if r:
             rows.append([f"[{name}]({r['folder']}/report.md)", spec.reproduces, r["budget"], r["seeds"],
-                         f"{r['wall_s'] / 60:.0f} min", status_counts(r["claims"])])
+                         f"{r['wall_s'] / 60:.0f} min",
+                         status_counts(r["claims"]) + ("" if r["judged"] else f"; {OLD_RULES}")])
         else:
             rows.append([name, spec.reproduces, NOT_RUN, "—", "—",
                          f"run `synthformer reproduce {name} --budget cpu --publish {root.name}`"])
@@ -77,6 +94,8 @@ def write_index(root: str | Path) -> Path:
             status, detail = (NOT_RUN, f"`synthformer reproduce {name} --budget cpu`") if r is None else ("not checked", "")
         else:
             status, detail = mine["status"], mine["detail"]
+            if not r["judged"]:
+                status = f"{status} (old rules)"
         claim_rows.append([table, f"{text} (`{cid}`)", f"**{status}**", f"{name} ({r['budget']})" if r else name,
                            _short(detail)])
     lines += [markdown_table(["table", "claim", "status", "where", "detail"], claim_rows), ""]
