@@ -113,8 +113,6 @@ def test_extras_pin_what_requirements_pin():
     extras = project["optional-dependencies"]
     declared = _pins(project["dependencies"])
     for name, deps in extras.items():
-        if name == "tensorboard":  # optional logging, deliberately unpinned and outside `all`
-            continue
         for pkg, version in _pins(deps).items():
             assert declared.setdefault(pkg, version) == version, f"{pkg} pinned twice, differently"
     assert declared == req
