@@ -27,6 +27,8 @@ PROVIDERS: dict[str, tuple[str, str]] = {
     "matplotlib": ("matplotlib", "plots"),
     "transformers": ("transformers", "hf"),
     "accelerate": ("accelerate", "hf"),
+    "tensorboard": ("tensorboard", "tensorboard"),  # report_to= trackers: extras outside `all`
+    "wandb": ("wandb", "wandb"),
 }
 
 

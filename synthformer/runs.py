@@ -15,6 +15,7 @@ against the folder it names (synthformer.checkpoint).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sys
@@ -34,6 +35,7 @@ from .jsonl import read_rows
 from .integrity import (atomic_write_json, atomic_write_text, fsync_dir, fsync_file, remove_stale_temps,
                         tmp_name, verify_manifest, write_manifest)
 from .lock import LOCK_FILE, RunLock
+from .reporting import open_reporters
 
 RUN_CONFIG, TOKENIZER, METRICS, DONE = "config.json", "tokenizer.json", "metrics.jsonl", "done.json"
 
@@ -248,33 +250,27 @@ def write_start(out: Path, cfg, model_cfg, tokenizer, world_size: int) -> None:
 
 
 class MetricsLogger:
-    """metrics.jsonl (+ TensorBoard) on rank 0; nothing on other ranks."""
+    """metrics.jsonl (+ the trackers of ``report_to``: synthformer.reporting) on rank 0; nothing on other ranks."""
 
-    def __init__(self, out: Path, enabled: bool, tensorboard: bool, resume_step: int | None):
+    def __init__(self, out: Path, enabled: bool, report_to: str, resume_step: int | None):
         self.file = out / METRICS
-        self.enabled, self.tb = enabled, None
+        self.enabled, self.reporters = enabled, []
         if not enabled:
             return
         if resume_step is not None:  # drop rows written after the checkpoint
             trim_metrics(out, resume_step)
-        if tensorboard:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-                self.tb = SummaryWriter(str(out / "tensorboard"))
-            except ImportError:
-                warnings.warn("tensorboard=true but tensorboard is not installed (pip install tensorboard); "
-                              "writing metrics.jsonl only", stacklevel=2)
+        stored = read_run_config(out)  # written once at the start: its hash names the run across resumes
+        run_id = hashlib.sha256((out / RUN_CONFIG).read_bytes()).hexdigest()[:16]
+        self.reporters = open_reporters(report_to, out, {"train": stored["train"], "model": stored["model"]}, run_id)
 
     def write(self, row: dict) -> None:
         if not self.enabled:
             return
         with open(self.file, "a") as f:
             f.write(json.dumps(row) + "\n")
-        if self.tb is not None:
-            for k, v in row.items():
-                if isinstance(v, (int, float)) and k != "step":
-                    self.tb.add_scalar(f"{row['split']}/{k}", v, row["step"])
+        for reporter in self.reporters:
+            reporter.log(row)
 
     def close(self) -> None:
-        if self.tb is not None:
-            self.tb.close()
+        for reporter in self.reporters:
+            reporter.close()

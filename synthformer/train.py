@@ -48,6 +48,7 @@ from .model import ModelConfig, build_model, count_parameters
 from .model.io import load_weights
 from .optim import build_optimizer, set_lr
 from .plan import model_config, prepare, run_data, stored_model_config
+from .reporting import check_report_to
 from .runs import MetricsLogger, check_folder, load_run_tokenizer, open_run, read_run_config, write_done, write_start
 from .task_data import TaskData, prepare_data  # noqa: F401 (re-exported: the names callers import from here)
 from .tasks.base import to_device
@@ -61,7 +62,7 @@ def default_out(task: str) -> str:
 
 
 # ----------------------------------------------------------------------------- opening the run
-RESUME_FREE = ("resume", "stop_after", "progress", "device", "threads", "tensorboard", "out")  # may change on resume
+RESUME_FREE = ("resume", "stop_after", "progress", "device", "threads", "tensorboard", "report_to", "out")  # may change on resume
 
 
 def _run_folder(cfg: TrainConfig, d: Dist) -> Path:
@@ -329,6 +330,7 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
     from tqdm.auto import tqdm
 
     wall0 = time.time()
+    check_report_to(cfg.report_to)  # a tracker's missing package: one line, before anything is written
     d, device = setup_distributed(cfg.device)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -347,7 +349,7 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
         if d.world_size > 1:
             ddp = torch.nn.parallel.DistributedDataParallel(
                 parts.model, device_ids=[device] if device.type == "cuda" else None)
-        logger = MetricsLogger(out, d.main, cfg.tensorboard, step if cfg.resume else None)
+        logger = MetricsLogger(out, d.main, cfg.report_to, step if cfg.resume else None)
         mc = parts.model_cfg
         say(f"run {out}: {cfg.task} on {cfg.data}, {mc.kind} attention={mc.attention}, {params:,} parameters, "
             f"{cfg.steps} steps x {cfg.batch_size * d.world_size} sequences, device {device}, world size {d.world_size}")

@@ -17,6 +17,7 @@ import torch
 
 from .data.tokenizer import TOKENIZERS
 from .model.config import PRESETS
+from .reporting import parse_report_to
 from .tasks import TASKS
 from .typed import check_fields
 
@@ -73,11 +74,15 @@ class TrainConfig:
     resume: bool = False  # continue the run in `out` from its last checkpoint
     stop_after: int | None = None  # end this invocation after this step (time-boxed jobs); continue with resume
     progress: bool = True  # show a progress bar (rank 0)
-    tensorboard: bool = False  # also write TensorBoard logs to out/tensorboard (needs `pip install tensorboard`)
+    report_to: str = "none"  # also log the train/valid rows (rank 0) to: none | tensorboard (out/tensorboard) | wandb (WANDB_MODE, WANDB_PROJECT apply) | tensorboard,wandb; needs pip install 'synthformer[tensorboard]' / '[wandb]'
+    tensorboard: bool = False  # older spelling of report_to=tensorboard (kept so older config.json files load): true adds tensorboard to report_to
     init_from: str | None = None  # fine-tuning: a run or model folder of an encoder (e.g. an mlm run); its embeddings, position table and encoder layers (not its head) start this model, whose shape and tokenizer are that run's
 
     def __post_init__(self):
         check_fields(self, RULES)
+        if self.tensorboard:  # fold the older flag into report_to; to_dict() then holds report_to alone
+            names = [n for n in parse_report_to(self.report_to) if n != "tensorboard"]
+            self.report_to, self.tensorboard = ",".join(["tensorboard", *names]), False
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -88,6 +93,14 @@ def _is_device(name: str) -> bool:
         return name == "auto" or torch.device(name) is not None
     except (RuntimeError, ValueError):
         return False
+
+
+def _is_report_to(value: str) -> bool:
+    try:
+        parse_report_to(value)
+    except ValueError:
+        return False
+    return True
 
 
 # Range of every field whose type alone does not say it (None passes where the type allows it).
@@ -130,6 +143,7 @@ RULES: dict[str, tuple] = {
     "device": (_is_device, "auto, cpu, cuda, cuda:N or mps"),
     "threads": (lambda v: v >= 1, ">= 1 (or None for torch's default)"),
     "stop_after": (lambda v: v >= 1, ">= 1 (or None)"),
+    "report_to": (_is_report_to, "none, tensorboard, wandb, or tensorboard,wandb"),
 }
 
 
