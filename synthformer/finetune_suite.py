@@ -205,6 +205,33 @@ def summarize(accuracies: dict[str, float], tasks: list[str], ses: dict[str, flo
     return metrics
 
 
+def _finetune_tasks(fine_base, tasks, s: int, seeds: int, pre_run: Path, pre: dict, name: str, pooling,
+                    cache: dict, floors: dict, out: Path, tag: str, log) -> tuple[dict, dict, dict, dict]:
+    """Fine-tune the encoder of `pre_run` (seed `s`) on every task: ({task: accuracy}, {task: its SE},
+    {task: majority-class accuracy}, {task: run folder}); each task's floor recorded in `floors`."""
+    tokenizer = open_trained(pre_run, log=log).tokenizer
+    accuracies, ses, chance, runs = {}, {}, {}, {}
+    for task in tasks:
+        cfg = dataclasses.replace(fine_base, data=SUITE[task].data, seed=s, init_from=str(pre_run),
+                                  out=str(run_folder(out / "finetune" / task, _folder(name), s, seeds)))
+        key = (task, s, tokenizer_identity(tokenizer))
+
+        def task_data(cfg=cfg, key=key):
+            if key not in cache:
+                shape = {"max_seq_len": pre["model"]["max_seq_len"],
+                         "pooling": pooling or pre["model"]["pooling"]}
+                cache[key] = prepare(cfg, shape, tokenizer, log=log)
+            return cache[key]
+        result = _run(cfg, {"pooling": pooling} if pooling else {}, task_data, f"{tag} {task}", log)
+        valid = result["valid"]
+        accuracies[task], ses[task], runs[task] = valid["accuracy"], valid.get("accuracy_se"), cfg.out
+        chance[task] = valid.get("chance_accuracy")
+        if f"{task}/{s}" not in floors:  # the majority class of this task's data at this seed
+            floors[f"{task}/{s}"] = _task_floor(task_data())
+            atomic_write_json(out / FLOOR_FILE, floors)
+    return accuracies, ses, chance, runs
+
+
 def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequence[str] = DEFAULT_TASKS,
                       out: str | Path = "runs/finetune", *, pretrain_steps: int = 400, finetune_steps: int = 200,
                       seeds: int = 1, seed: int = 0, preset: str = "tiny", device: str = "auto",
@@ -260,26 +287,8 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
             pre_run = run_folder(out / "pretrain", _folder(name), s, seeds)
             pre = _run(dataclasses.replace(pre_cfg, **tuned, out=str(pre_run), seed=s), overrides, pre_data,
                        f"{tag} pretrain", log)
-            tokenizer = open_trained(pre_run, log=log).tokenizer
-            accuracies, ses, chance, runs = {}, {}, {}, {}
-            for task in tasks:
-                cfg = dataclasses.replace(fine_base, data=SUITE[task].data, seed=s, init_from=str(pre_run),
-                                          out=str(run_folder(out / "finetune" / task, _folder(name), s, seeds)))
-                key = (task, s, tokenizer_identity(tokenizer))
-
-                def task_data(cfg=cfg, key=key):
-                    if key not in cache:
-                        shape = {"max_seq_len": pre["model"]["max_seq_len"],
-                                 "pooling": pooling or pre["model"]["pooling"]}
-                        cache[key] = prepare(cfg, shape, tokenizer, log=log)
-                    return cache[key]
-                result = _run(cfg, {"pooling": pooling} if pooling else {}, task_data, f"{tag} {task}", log)
-                valid = result["valid"]
-                accuracies[task], ses[task], runs[task] = valid["accuracy"], valid.get("accuracy_se"), cfg.out
-                chance[task] = valid.get("chance_accuracy")
-                if f"{task}/{s}" not in floors:  # the majority class of this task's data at this seed
-                    floors[f"{task}/{s}"] = _task_floor(task_data())
-                    atomic_write_json(out / FLOOR_FILE, floors)
+            accuracies, ses, chance, runs = _finetune_tasks(fine_base, tasks, s, seeds, pre_run, pre, name,
+                                                            pooling, cache, floors, out, tag, log)
             metrics = summarize(accuracies, tasks, ses)
             if all(chance.get(t) is not None for t in tasks):  # the majority-class baseline of the mean
                 metrics["chance_accuracy"] = _mean([chance[t] for t in tasks])
@@ -296,11 +305,16 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
                "tasks": {t: dataclasses.asdict(SUITE[t]) for t in tasks}, "seeds": seed_values,
                "tuning": tune.to_dict() if tune else None, "base_plus": base_plus, "paper_label": LABEL,
                "settings": settings, "wall_s": time.time() - t0, "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+    return _judge_and_write(results, out, log)
+
+
+def _judge_and_write(results: dict, out: Path, log) -> dict:
+    """The findings of Tables 5-6 on `results`, then report.md and results.json (last: marks the suite complete)."""
     results["findings"] = evaluate_claims(with_floor(results), KIND, select_claims(["Table 5", "Table 6"]))
     text = report_markdown(results)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "report.md", text)
-    atomic_write_json(out / "results.json", results)  # last: marks the suite complete
+    atomic_write_json(out / "results.json", results)
     log(text)
     log(f"wrote {out / 'report.md'}, {out / 'results.json'} ({results['wall_s']:.0f}s)")
     return results

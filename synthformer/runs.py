@@ -204,11 +204,16 @@ def open_run(out: Path, d: Dist):
             ok = True
     finally:
         if not ok:
-            for folder in created:  # deepest first; stops at the first that is not empty
-                try:
-                    folder.rmdir()
-                except OSError:
-                    break
+            remove_created(created)
+
+
+def remove_created(created: list[Path]) -> None:
+    """Remove the folders an aborted write created (deepest first), stopping at the first that is not empty."""
+    for folder in created:
+        try:
+            folder.rmdir()
+        except OSError:
+            break
 
 
 def check_folder(out: Path, cfg, d: Dist, resume_free: tuple[str, ...]) -> dict | None:

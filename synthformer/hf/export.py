@@ -31,7 +31,7 @@ from pathlib import Path
 from ..checkpoint import CKPT_DIR
 from ..errors import SynthformerError
 from ..integrity import MANIFEST, fsync_dir, fsync_file
-from ..runs import RUN_CONFIG, check_out, load_model
+from ..runs import RUN_CONFIG, check_out, load_model, remove_created
 from .modeling import to_hf
 from .remote import write_remote_code
 from .tokenization import to_hf_tokenizer
@@ -181,9 +181,5 @@ def export_hf(run_dir, out_dir, *, tokenizer: bool = True) -> Path:
         if tmp is not None and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
         if not ok:
-            for folder in created:  # deepest first; stops at the first that is not empty
-                try:
-                    folder.rmdir()
-                except OSError:
-                    break
+            remove_created(created)
     return out
