@@ -134,8 +134,12 @@ def trim_metrics(out, step: int) -> None:
 def run_model_folder(out) -> tuple[Path, bool]:
     """(folder of the model to use, finished): the final ``model/``, else the latest checkpoint."""
     out = Path(out)
-    if (out / "model" / "model.safetensors").is_file():
-        return out / "model", True
+    model = out / "model"
+    if model.is_symlink() or (model.exists() and model.resolve().parent != out.resolve()):
+        raise RunError(f"{model}: a link to {model.resolve()}, outside the run; a run's model/ must be its own "
+                       "folder (remove the link, or give the other run's folder)")
+    if (model / "model.safetensors").is_file():
+        return model, True
     ckpt = latest_checkpoint(out)
     if ckpt is None:
         raise RunError(f"{out} has no model yet (no model/ and no checkpoint); train it first")

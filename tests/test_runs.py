@@ -326,3 +326,13 @@ def test_train_rows_after_a_resume_mid_window_equal_the_uninterrupted_runs(text,
                                          (["--length-penalty", "nan"], "--length-penalty=nan must be a finite number")])
 def test_generate_refuses_non_finite_decoding_options(stopped, args, needle):
     one_line_error(*main("generate", "--run", stopped, "the", *args)[::2], needle)
+
+
+def test_a_model_folder_linked_to_another_run_is_refused(stopped, tmp_path):
+    """RUN/model as a symlink to another run's model: eval, generate and export refuse it (one line)."""
+    other = copy(stopped, tmp_path / "other")
+    assert main("train", "--resume", "--out", other)[0] == 0  # finished: other/model exists
+    run = copy(stopped, tmp_path / "run")
+    (run / "model").symlink_to(other / "model", target_is_directory=True)
+    for args in (("eval", "--run", run), ("generate", "--run", run, "x")):
+        one_line_error(*main(*args)[::2], "model", "outside the run")
