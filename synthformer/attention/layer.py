@@ -230,7 +230,7 @@ class SyntheticAttention(nn.Module):
                           and (attn_mask is None or attn_mask.dtype != torch.bool)),
             dropout=self.dropout if self.training else 0.0, fallback=paths.fallback_path(route))
         if path is Path.SHARED_SOFTMAX and not (self.training or route.grad) and attn_mask is None:
-            inputs.cache = self._softmax_cache
+            inputs.cache, inputs.cache_key = self._softmax_cache, self._cache_key(offset, lq, lk, static)
         out, weights = paths.PATHS[path](inputs)  # (B, H, Lq, d_h)
         out = out.transpose(1, 2).reshape(b, lq, self.embed_dim)  # (B, Lq, d)
         if weights is not None:
@@ -259,6 +259,14 @@ class SyntheticAttention(nn.Module):
             masks_batch_free=all(m is None or m.dim() == 2 or m.shape[0] == 1 for m in (static, bias)),
             device=v.device.type, logits_per_example=self.num_heads * lq * v.shape[2],
             exporting=paths.is_exporting(), literal=literal)
+
+    def _cache_key(self, offset, lq, lk, static) -> tuple:
+        """(facts, sources) of the shared softmax: what shapes it, and every tensor its logits come from."""
+        device = self.v_proj.weight.device.type
+        autocast = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
+        facts = (offset, lq, lk, static is None, autocast)
+        return facts, (*self.members.parameters(), *self.members.buffers(),
+                       *(() if self.mix_logits is None else (self.mix_logits,)))
 
     def _values_and_keys(self, x, memory, cache, offset):
         """Project values and per-key features, reading and writing the cache."""

@@ -125,26 +125,26 @@ def fallback_path(r: Route) -> Path:
 
 
 class SoftmaxCache:
-    """The shared softmax of the last no-grad eval call, reused only while the masked logits it came from are
-    equal, value for value, to this call's. Keyed on content, not on parameter versions: fused and foreach
-    optimizers, ``p.data`` edits and ``load_state_dict`` change weights without a version a key could see.
-    The check (one read of H * Lq * Lk values) costs about a third of the softmax it saves."""
+    """The shared softmax of the last no-grad eval call, reused only while its key holds: the call's shape
+    facts (offset, lengths, mask, autocast) and the values of every tensor the logits come from (the
+    members' tables and the mixture weights), compared value for value with private copies. Keyed on
+    content, not on parameter versions: fused and foreach optimizers, ``p.data`` edits and
+    ``load_state_dict`` change weights without a version a key could see."""
 
     def __init__(self):
-        self.logits: Tensor | None = None  # (H, Lq, Lk), a private copy
+        self.facts: tuple | None = None
+        self.sources: tuple[Tensor, ...] = ()  # private copies
         self.weights: Tensor | None = None
-        self.autocast: bool = False
 
-    def get(self, logits: Tensor) -> Tensor | None:
-        c = self.logits
-        if (c is None or c.shape != logits.shape or c.dtype != logits.dtype or c.device != logits.device
-                or self.autocast != torch.is_autocast_enabled(logits.device.type) or not torch.equal(c, logits)):
+    def get(self, facts: tuple, sources: tuple[Tensor, ...]) -> Tensor | None:
+        if self.facts != facts or len(self.sources) != len(sources) or not all(
+                c.shape == t.shape and c.dtype == t.dtype and c.device == t.device and torch.equal(c, t)
+                for c, t in zip(self.sources, sources)):
             return None
         return self.weights
 
-    def put(self, logits: Tensor, weights: Tensor) -> None:
-        self.logits, self.weights = logits.clone(), weights
-        self.autocast = torch.is_autocast_enabled(logits.device.type)
+    def put(self, facts: tuple, sources: tuple[Tensor, ...], weights: Tensor) -> None:
+        self.facts, self.sources, self.weights = facts, tuple(t.detach().clone() for t in sources), weights
 
 
 @dataclass
@@ -162,7 +162,8 @@ class PathInputs:
     plain_causal: bool  # static is exactly the causal triangle, Lq == Lk, no offset: the kernel may mask itself
     dropout: float  # dropout probability on the weights (0.0 outside training)
     fallback: Path  # see fallback_path
-    cache: SoftmaxCache | None = None  # shared_softmax: reuse when the masked logits are equal
+    cache: SoftmaxCache | None = None  # shared_softmax: reuse while cache_key holds
+    cache_key: tuple = ()  # (facts, sources) of SoftmaxCache.get
 
 
 PathResult = tuple[Tensor, Tensor | None]
@@ -351,20 +352,20 @@ def _zero_dead_static(a: PathInputs, out: Tensor) -> Tensor:
 
 
 def _shared_weights(a: PathInputs) -> Tensor:
-    """softmax of the batch-shared logits, (H, Lq, Lk); reused from ``a.cache`` when the logits are equal."""
+    """softmax of the batch-shared logits, (H, Lq, Lk); reused from ``a.cache`` while its key holds."""
+    if a.cache is not None and (w := a.cache.get(*a.cache_key)) is not None:
+        return w
     s = sum(t.materialize() for t in a.terms)[0]  # (H, Lq, Lk)
     if a.bias is not None:
         s = s + a.bias.reshape(-1, *s.shape[-2:])
     if a.static is not None:
         keep = a.static.reshape(-1, *s.shape[-2:])  # (H or 1, Lq, Lk)
         s = s.masked_fill(~keep, torch.finfo(s.dtype).min)
-    if a.cache is not None and (w := a.cache.get(s)) is not None:
-        return w
     w = torch.softmax(s, dim=-1)
     if a.static is not None:
         w = w.masked_fill(~keep, 0.0)
     if a.cache is not None:
-        a.cache.put(s, w)
+        a.cache.put(*a.cache_key, w)
     return w
 
 
