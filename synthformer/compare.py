@@ -178,15 +178,20 @@ def _number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def aggregate(name: str, per_seed: list[dict]) -> dict:
-    """One result row of a variant from its per-seed rows: the mean of every numeric metric (and
-    tokens/s, time) in "metrics"/"tokens_per_s", the sample std beside it (None with one seed),
-    the 95% interval of every metric ("interval") and the per-seed rows under "seeds"."""
-    keys = [k for k, v in per_seed[0]["metrics"].items() if _number(v)]
+def mean_std(per_seed: list[dict], keys) -> tuple[dict, dict]:
+    """({key: mean over seeds}, {key: sample std, None with one seed}) of the per-seed "metrics" `keys`."""
     mean, std = {}, {}
     for k in keys:
         s = stat([r["metrics"][k] for r in per_seed if _number(r["metrics"].get(k))])
         mean[k], std[k] = (s.mean, s.std) if s else (None, None)
+    return mean, std
+
+
+def aggregate(name: str, per_seed: list[dict]) -> dict:
+    """One result row of a variant from its per-seed rows: the mean of every numeric metric (and
+    tokens/s, time) in "metrics"/"tokens_per_s", the sample std beside it (None with one seed),
+    the 95% interval of every metric ("interval") and the per-seed rows under "seeds"."""
+    mean, std = mean_std(per_seed, [k for k, v in per_seed[0]["metrics"].items() if _number(v)])
     tps = stat([r["tokens_per_s"] for r in per_seed])
     first = per_seed[0]
     return {"variant": name, "params": first["params"], "metrics": mean, "metrics_std": std,

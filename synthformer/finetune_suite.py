@@ -46,13 +46,13 @@ from pathlib import Path
 from typing import Sequence
 
 from .claims import evaluate as evaluate_claims, finding_line, select as select_claims
-from .compare import intervals, run_folder, seed_list, variant_name, with_floor
+from .compare import intervals, mean_std, run_folder, seed_list, variant_name, with_floor
 from .data.sources import SOURCES
 from .data.prepare import SourceNotInstalledError
 from .errors import ConfigError
 from .integrity import atomic_write_json, atomic_write_text
 from .mixers.registry import check_slot
-from .reference_results import CITATION, LABEL, TABLE5, TABLE6_SUPERGLUE, glue_summary, paper_columns
+from .reference_results import CITATION, LABEL, TABLE5, TABLE6_SUPERGLUE, glue_summary
 from .plan import model_config, open_trained, prepare, tokenizer_identity
 from .report import _fmt_stat, table_markdown, tuning_markdown
 from .train import TrainConfig, train
@@ -362,12 +362,7 @@ def floor_row(floors: dict, tasks: list[str], seeds: list[int]) -> dict | None:
 def _row(name: str, per_seed: list[dict]) -> dict:
     """A variant's result row: per-seed rows under "seeds", the mean (and sample std) of each metric,
     and the 95% interval of each (`compare.intervals`)."""
-    keys = [k for k in per_seed[0]["metrics"] if not k.endswith("_se")]
-    mean, std = {}, {}
-    for k in keys:
-        values = [r["metrics"][k] for r in per_seed if r["metrics"].get(k) is not None]
-        mean[k] = _mean(values)
-        std[k] = statistics.stdev(values) if len(values) > 1 else None
+    mean, std = mean_std(per_seed, [k for k in per_seed[0]["metrics"] if not k.endswith("_se")])
     pre_loss = _mean([r["pretrain"]["loss"] for r in per_seed])
     return {"variant": name, "metrics": mean, "metrics_std": std, "interval": intervals(per_seed),
             "n_seeds": len(per_seed), "pretrain_loss": pre_loss, "params": per_seed[0]["pretrain"]["params"],

@@ -5,7 +5,6 @@ a single row to all queries, which this avoids.
 """
 from __future__ import annotations
 
-import torch
 from torch import nn
 
 from ..errors import ConfigError

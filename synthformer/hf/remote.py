@@ -111,8 +111,3 @@ def write_remote_code(out: Path, model_classes: dict[str, str]) -> dict[str, str
     return {"AutoConfig": f"{CONFIG_FILE}.SynthformerConfig",
             **{auto: f"{MODELING_FILE}.{cls}" for auto, cls in model_classes.items()}}
 
-
-def remote_files(out: Path) -> list[Path]:
-    """The remote-code files a folder holds (what `write_remote_code` wrote), for cleaning a re-export."""
-    return sorted(p for p in out.glob("*.py") if p.stem.startswith("synthformer_")
-                  or p.stem in (CONFIG_FILE, MODELING_FILE))
