@@ -26,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+from .cells import cell_file, curve, load_cell, save_cell
 from .claims import check_kind, select as select_claims, stat
 from .errors import SynthformerError
 from .integrity import atomic_write_json, atomic_write_text
@@ -274,7 +275,7 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
     if not (out / SETTINGS).exists():
         record_settings(out, settings)  # the data loaded: from here on the folder holds this comparison
     log(f"{out}: {', '.join(names)} x {seeds} seed(s)" + (", each after the same learning-rate sweep" if tune else ""))
-    cell = _Cells(data, log)
+    cell = _Cells(out, data, log)
     rows = []
     total = len(names) * seeds
     for i, name in enumerate(names):
@@ -304,14 +305,16 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
 
 
 class _Cells:
-    """Train or reuse one run of a comparison (a variant's seed, or a tuning candidate)."""
+    """Train or reuse one run of a comparison (a variant's seed, or a tuning candidate); every finished
+    run is also kept as its cell (`synthformer.cells`), which stands in for a run folder that is absent."""
 
-    def __init__(self, data, log):
-        self.data, self.log = data, log
+    def __init__(self, out: Path, data, log):
+        self.out, self.data, self.log = out, data, log
 
     def train(self, cfg, model_overrides: dict, tag: str) -> dict:
         """The result of run ``cfg.out``: read from its done.json when it finished (with these
-        settings, else refused), otherwise trained (resumed from its checkpoint when it started)."""
+        settings, else refused), or from its cell when the run folder is absent; otherwise trained
+        (resumed from its checkpoint when it started)."""
         from .runs import read_done
         from .train import train
 
@@ -320,14 +323,23 @@ class _Cells:
             result = read_done(run)  # verified against the run manifest; one line when damaged
             _check_cell(run, result, cfg, model_overrides)
             self.log(f"{tag}: finished earlier, reusing {run}")
+        elif not run.exists() and (kept := load_cell(self.out, run)) is not None:
+            result = kept["result"]
+            _check_cell(cell_file(self.out, run), result, cfg, model_overrides)
+            self.log(f"{tag}: finished earlier, reusing its cell {cell_file(self.out, run)}")
             return result
-        resume = (run / "config.json").exists()
-        data = None if resume else self.data  # resuming: train reads the run's own tokenizer and data
-        return train(dataclasses.replace(cfg, resume=resume), model_overrides, data=data, label=tag, log=self.log)
+        else:
+            resume = (run / "config.json").exists()
+            data = None if resume else self.data  # resuming: train reads the run's own tokenizer and data
+            result = train(dataclasses.replace(cfg, resume=resume), model_overrides, data=data, label=tag,
+                           log=self.log)
+        save_cell(self.out, run, result)
+        return result
 
 
 def _check_cell(run: Path, result: dict, cfg, model_overrides: dict) -> None:
-    """A finished run is reused only when it was trained with the config this comparison asks of it."""
+    """A finished run (its folder ``run``, or its cell file) is reused only when it was trained with the
+    config this comparison asks of it."""
     from .train import RESUME_FREE
 
     theirs = {k: v for k, v in (result.get("train") or {}).items() if k not in RESUME_FREE}
@@ -371,7 +383,7 @@ def _write_report(out: Path, base, results: dict, log) -> None:
             + f"\n\n## The paper's claims for task kind {kind}, checked here\n\n"
             + findings_markdown(results["findings"]) + "\n")
     atomic_write_text(out / "table.md", text)
-    plot_curves({r["variant"]: r["run"] for r in rows}, out / "curves.png", base.task,
+    plot_curves({r["variant"]: curve(out, Path(r["run"])) for r in rows}, out / "curves.png", base.task,
                 title=f"{base.task} on {base.data} ({base.preset}, {base.steps} steps"
                       + (f", seed {base.seed} of {len(seeds)}" if len(seeds) > 1 else "") + ")")
     atomic_write_json(out / "results.json", results)

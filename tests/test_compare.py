@@ -311,3 +311,42 @@ def test_demo_runs_two_seeds_and_user_arguments_win():
     assert args.seeds == 2 and {"Fix", "R", "V"} <= set(args.variants.split(",")) and rest == []
     args, rest = build_parser().parse_known_args(demo_argv(["--seeds", "3", "--steps", "10", "--lr", "1e-3"]))
     assert args.seeds == 3 and args.steps == 10 and rest == ["--lr", "1e-3"]
+
+
+def test_a_folder_of_cells_alone_finishes_without_training_and_trains_only_missing_cells(dialogue, tmp_path):
+    """Issue 18: a grid completed over several machines. What is committed of a comparison folder is
+    settings.json, floor.json and cells/ (the run folders hold weights); a fresh clone holding only
+    those must rebuild the same table without training, and train only the cells that are missing."""
+    out = tmp_path / "cmp"
+    opts = ("--variants", "V,Fix", "--data", dialogue, "--tune", *TINY)
+    assert compare_main(*opts, "--out", out)[0] == 0
+    first = json.loads((out / "results.json").read_text())
+    cells = sorted(p.relative_to(out / "cells").as_posix() for p in (out / "cells").rglob("*.json"))
+    assert "V.json" in cells and "Fix.json" in cells and any(c.startswith("tune/V/") for c in cells), cells
+    # the committed part only: drop every run folder, the results and the report
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    for name in ("settings.json", "floor.json", "cells"):
+        (shutil.copytree if (out / name).is_dir() else shutil.copy2)(out / name, clone / name)
+    (clone / "cells" / "Fix.json").unlink()  # one cell not finished yet on the other machine
+    code, stdout, err = compare_main(*opts, "--out", clone)
+    assert code == 0, err
+    assert "V: finished earlier, reusing its cell" in stdout
+    assert "Fix: finished earlier" not in stdout and (clone / "Fix" / "done.json").exists()  # trained again
+    assert not (clone / "V").exists() and not (clone / "tune").exists()  # nothing else trained
+    again = json.loads((clone / "results.json").read_text())
+    for a, b in zip(first["variants"], again["variants"]):
+        assert a["metrics"]["ppl"] == pytest.approx(b["metrics"]["ppl"], rel=1e-6)
+        assert a["tuned"] == b["tuned"]
+    assert (clone / "curves.png").read_bytes()[:4] == b"\x89PNG"  # V's curve drawn from its cell
+    # a damaged cell is one line naming it; a cell of other settings is refused like a run folder
+    (clone / "results.json").unlink()
+    shutil.rmtree(clone / "Fix")
+    (clone / "cells" / "V.json").write_text("{")
+    code, _, err = compare_main(*opts, "--out", clone)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "V.json: unreadable" in err, err
+    cell = json.loads((out / "cells" / "V.json").read_text())
+    cell["result"]["train"]["lr"] *= 3
+    (clone / "cells" / "V.json").write_text(json.dumps(cell))
+    code, _, err = compare_main(*opts, "--out", clone)
+    assert code == 2 and "V.json was trained with other settings: lr" in err, err

@@ -38,9 +38,10 @@ def find_runs(paths: list[str]) -> tuple[dict[str, Path], str]:
     return runs, task
 
 
-def plot_curves(runs: dict[str, str | Path], path: str | Path, task: str = "lm", title: str = "") -> Path:
+def plot_curves(runs: dict[str, str | Path | list], path: str | Path, task: str = "lm", title: str = "") -> Path:
     """Training loss (smoothed) and the validation main metric against training tokens, one line per
-    run in the same colour in both panels; saved by extension (PNG, SVG, PDF)."""
+    run in the same colour in both panels; saved by extension (PNG, SVG, PDF). `runs`: name -> a run
+    folder, or the rows of its metrics.jsonl (e.g. a kept cell's, `synthformer.cells`)."""
     path = check_out(path)
     fig = curves_figure(runs, task, title)
     fig.savefig(path, dpi=120)
@@ -48,7 +49,7 @@ def plot_curves(runs: dict[str, str | Path], path: str | Path, task: str = "lm",
     return path
 
 
-def curves_figure(runs: dict[str, str | Path], task: str = "lm", title: str = ""):
+def curves_figure(runs: dict[str, str | Path | list], task: str = "lm", title: str = ""):
     """The matplotlib Figure of `plot_curves`."""
     from ..report import LOWER_IS_BETTER, METRIC_COLUMNS
 
@@ -60,7 +61,7 @@ def curves_figure(runs: dict[str, str | Path], task: str = "lm", title: str = ""
     colour = colour_map(runs)
     fig, (ax_train, ax_valid) = plt.subplots(1, 2, figsize=(12, 4.5))
     for name in ordered(runs):
-        rows = read_metrics(runs[name])
+        rows = runs[name] if isinstance(runs[name], list) else read_metrics(runs[name])
         train = [r for r in rows if r["split"] == "train" and r.get("loss") is not None]
         valid = [r for r in rows if r["split"] == "valid" and r.get(key) is not None]
         style = dict(color=colour[name], label=name, lw=2.0 if name == "V" else 1.4)

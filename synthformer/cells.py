@@ -1,0 +1,72 @@
+"""Cells: the finished runs of a comparison kept as small JSON files, so that a grid can be finished
+over several runs on different machines.
+
+A cell is one run of a `synthformer.compare` folder (a variant's seed, or a tuning candidate). When it
+finishes, ``OUT/cells/<the run's path under OUT>.json`` gets its result (done.json: metrics, configs,
+speed) and its curve (the rows of metrics.jsonl), a few KB to a few tens of KB, beside the run folder
+itself (weights, checkpoints: hundreds of KB to MB, never committed). A later comparison in the same
+folder whose run folder is absent (a fresh clone holding only the committed cells, settings.json and
+floor.json) takes the cell instead of training it again, after the same check of its training config
+as a finished run folder (`compare._check_cell`). So `synthformer reproduce NAME --out DIR` on a folder
+holding some cells trains only the missing ones.
+
+What a cell cannot give is the trained model: steps after a grid that open the weights (the figures'
+attention maps, table3's test decoding, table4's masked-token accuracy, table5's fine-tuning) need the
+run folders on the machine that finishes the grid.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .errors import SynthformerError
+from .integrity import atomic_write_json
+
+CELLS = "cells"  # OUT/cells/<run path under OUT>.json
+
+
+class CellError(SynthformerError):
+    """A damaged cell file."""
+
+
+def cell_file(out: Path, run: Path) -> Path:
+    """Where the cell of run folder ``run`` (inside comparison folder ``out``) is kept."""
+    rel = Path(run).resolve().relative_to(Path(out).resolve())
+    return Path(out) / CELLS / f"{rel.as_posix()}.json"
+
+
+def save_cell(out: Path, run: Path, result: dict) -> Path:
+    """Keep the finished run ``run``'s result and curve as its cell (atomically; rewritten each time)."""
+    from .runs import read_metrics
+
+    run = Path(run)
+    file = cell_file(out, run)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    curve = read_metrics(run) if (run / "metrics.jsonl").exists() else []
+    atomic_write_json(file, {"result": result, "metrics": curve})
+    return file
+
+
+def load_cell(out: Path, run: Path) -> dict | None:
+    """The cell of ``run`` ({"result", "metrics"}), or None when there is none; one CellError when damaged."""
+    file = cell_file(out, run)
+    if not file.is_file():
+        return None
+    try:
+        cell = json.loads(file.read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CellError(f"{file}: unreadable ({type(e).__name__}); delete it to train that run again") from None
+    if not (isinstance(cell, dict) and isinstance(cell.get("result"), dict) and isinstance(cell.get("metrics"), list)):
+        raise CellError(f"{file}: not a cell (a JSON object with result and metrics); delete it to train that run "
+                        "again")
+    return cell
+
+
+def curve(out: Path, run: Path) -> list[dict]:
+    """The metrics rows of run ``run``: from its folder when present, else from its cell."""
+    from .runs import read_metrics
+
+    if (Path(run) / "metrics.jsonl").exists():
+        return read_metrics(run)
+    cell = load_cell(out, run)
+    return cell["metrics"] if cell else []
