@@ -4,6 +4,7 @@ continues, bad input is one line before any training, the index, and the loaders
 from __future__ import annotations
 
 import json
+import shutil
 import re
 
 import pytest
@@ -210,6 +211,17 @@ def test_publish_and_index_list_every_claim_and_what_was_not_run(tmp_path):
         assert f"(`{claim.name}`)" in text
     assert "t7-agnews-frv-best" in text and re.search(r"`t2-lm1b-fix-worst`\) \| \*\*not run yet\*\*", text)
     assert "## Not run yet" in text and "table2, table3, table4, table5, figures, lra" in text
+    # V beside each grid's floor, read from the report's sections
+    results = json.loads((dest / "results.json").read_text())
+    floors = {s["key"]: s["floor"]["metrics"]["accuracy"] for s in results["sections"]}
+    row = next(line for line in text.splitlines() if line.startswith("| [table7]"))
+    assert f"vs {floors['topic']:.4g} (" in row and f"vs {floors['sentiment']:.4g} (" in row, row
+    # a reproduction in progress under grids/ is listed with its finished cells per grid
+    grid = out / "grids" / "table7-cpu"
+    shutil.copytree(tmp_path / "run", grid, ignore=shutil.ignore_patterns("*.safetensors"))
+    run_in_process(main, "reproduce", "--index", out)
+    cells = len(list((grid / "topic" / "cells").rglob("*.json")))
+    assert cells and f"`grids/table7-cpu`: sentiment {cells} cells, topic {cells} cells" in (out / "README.md").read_text()
 
 
 def test_manpages_summarization_and_section_loaders_on_real_pages(tmp_path):

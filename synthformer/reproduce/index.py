@@ -42,6 +42,36 @@ def _has_floor(folder: Path) -> bool:
     return False
 
 
+def floors_text(report: dict) -> str:
+    """Per grid of a name's report: V's main metric beside the floor's ("—" for reports without floors)."""
+    from ..report import METRIC_COLUMNS
+
+    parts = []
+    for section in report.get("sections", []):
+        floor, task = section.get("floor"), section.get("task")
+        v = next((r for r in section.get("rows") or [] if r.get("variant") == "V"), None)
+        if not floor or task not in METRIC_COLUMNS or v is None:
+            continue
+        key = METRIC_COLUMNS[task][0][1]
+        mine, theirs = (v.get("metrics") or {}).get(key), (floor.get("metrics") or {}).get(key)
+        if isinstance(mine, (int, float)) and isinstance(theirs, (int, float)):
+            parts.append(f"{section.get('key')}: {key} {mine:.4g} vs {theirs:.4g} ({floor.get('name', 'floor')})")
+    return "; ".join(parts) or "—"
+
+
+GRIDS = "grids"  # root/grids/NAME-BUDGET: reproductions in progress (reproductions/grids/.gitignore)
+
+
+def grids_in_progress(folder: Path) -> list[str]:
+    """One line per reproduction folder under `folder`: its finished cells per grid."""
+    out = []
+    for run in sorted(p for p in folder.glob("*/") if (p / "reproduce.json").is_file()):
+        counts = [f"{g.name} {sum(1 for _ in (g / 'cells').rglob('*.json'))} cells"
+                  for g in sorted(run.iterdir()) if (g / "settings.json").is_file()]
+        out.append(f"`{folder.name}/{run.name}`: " + (", ".join(counts) if counts else "started, no cell finished"))
+    return out
+
+
 def all_claims() -> list[tuple[str, str, str, str]]:
     """(name, claim id, table, text) of every claim the names check, in the order of the names."""
     from . import names
@@ -79,12 +109,17 @@ def write_index(root: str | Path) -> Path:
         r = reports.get(name)
         if r:
             rows.append([f"[{name}]({r['folder']}/report.md)", spec.reproduces, r["budget"], r["seeds"],
-                         f"{r['wall_s'] / 60:.0f} min",
+                         f"{r['wall_s'] / 60:.0f} min", floors_text(r),
                          status_counts(r["claims"]) + ("" if r["judged"] else f"; {OLD_RULES}")])
         else:
-            rows.append([name, spec.reproduces, NOT_RUN, "—", "—",
+            rows.append([name, spec.reproduces, NOT_RUN, "—", "—", "—",
                          f"run `synthformer reproduce {name} --budget cpu --publish {root.name}`"])
-    lines += [markdown_table(["name", "reproduces", "budget", "seeds", "time", "claims"], rows), ""]
+    lines += [markdown_table(["name", "reproduces", "budget", "seeds", "time", "V against the floor", "claims"],
+                             rows), ""]
+    progress = grids_in_progress(root / GRIDS)
+    if progress:
+        lines += ["Grids in progress (their finished cells are committed; the same command with `--out` on the "
+                  "folder trains only the missing ones):", ""] + [f"- {p}" for p in progress] + [""]
     lines += ["## Every claim of the paper", ""]
     claim_rows = []
     for name, cid, table, text in all_claims():
