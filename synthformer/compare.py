@@ -199,8 +199,8 @@ def aggregate(name: str, per_seed: list[dict]) -> dict:
             "interval": intervals(per_seed), "tokens_per_s": tps.mean, "tokens_per_s_std": tps.std,
             "train_time_s": stat([r["train_time_s"] for r in per_seed]).mean, "tokens": first["tokens"],
             "n_seeds": len(per_seed), "run": first["run"], "runs": [r["run"] for r in per_seed],
-            "seeds": [{k: r[k] for k in ("seed", "metrics", "tokens_per_s", "train_time_s", "tokens", "run")}
-                      for r in per_seed],
+            "seeds": [{k: r.get(k) for k in ("seed", "metrics", "valid_metrics", "tokens_per_s", "train_time_s",
+                                             "tokens", "run")} for r in per_seed],
             "model": first["model"], "train": first["train"]}
 
 
@@ -289,14 +289,19 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
             run = run_folder(out, name, seed, seeds)
             cfg = dataclasses.replace(base, **tuned, out=str(run), seed=seed)
             result = cell.train(cfg, {**model_overrides, "attention": name}, tag)
-            per_seed.append({"seed": seed, "params": result["params"], "metrics": _plain(result["valid"]),
+            # with eval_test the test split is what is reported and judged (the sweep chose on validation)
+            per_seed.append({"seed": seed, "params": result["params"],
+                             "metrics": _plain(result["test"] if base.eval_test else result["valid"]),
+                             "valid_metrics": _plain(result["valid"]),
                              "tokens_per_s": result["tokens_per_s"], "train_time_s": result["train_time_s"],
                              "tokens": result["tokens"], "run": str(run), "model": result["model"],
                              "train": result["train"]})
             log(f"{tag}: {_summary(per_seed[-1], base.task)}  ({time.time() - t0:.0f}s so far)")
         rows.append({**aggregate(name, per_seed), "tuned": tuned, "sweep": scores})
-    floor = _floor(out, base.task, kind, data, log)
-    results = {"task": base.task, "kind": kind, "data": base.data, "seeds": seed_values_, "variants": rows,
+    split = "test" if base.eval_test else "valid"
+    floor = _floor(out, base.task, kind, data, log, split)
+    results = {"task": base.task, "kind": kind, "data": base.data, "split": split, "seeds": seed_values_,
+               "variants": rows,
                "floor": floor, "tuning": tune.to_dict() if tune else None, "paper_label": LABEL,
                "wall_s": time.time() - t0, "command": sys.argv, "created": time.strftime("%Y-%m-%d %H:%M:%S")}
     results["findings"] = findings(with_floor(results), kind, chosen)
@@ -353,14 +358,15 @@ def _check_cell(run: Path, result: dict, cfg, model_overrides: dict) -> None:
                            f"(or delete {run} to train it again)")
 
 
-def _floor(out: Path, task: str, kind: str, data, log) -> dict | None:
-    """The floor row of the comparison's data (`floors.floor_row`), computed once into out/floor.json."""
+def _floor(out: Path, task: str, kind: str, data, log, split: str = "valid") -> dict | None:
+    """The floor row of the comparison's data on the split it reports (`floors.floor_row`), computed once
+    into out/floor.json."""
     from .floors import floor_row
 
     file = out / FLOOR
     if file.exists():
         return read_json(file, fix=f"delete {file} to compute it again").get("row")
-    row = floor_row(task, data, "valid", kind=kind)
+    row = floor_row(task, data, split, kind=kind)
     atomic_write_text(file, json.dumps({"row": row}, indent=1))
     if row:
         log(f"floor ({row.get('name')}): " + ", ".join(f"{k} {v:.4g}" for k, v in row["metrics"].items()
@@ -377,7 +383,7 @@ def _write_report(out: Path, base, results: dict, log) -> None:
     header = (f"# synthformer compare: {base.task} on {base.data} (task kind {kind}), preset {base.preset}, "
               f"{base.steps} steps x {base.batch_size} sequences, {seed_text}\n")
     note = floor_line(with_floor(results), base.task)
-    text = (header + "\n" + table_markdown(with_floor(results), base.task, kind=kind) + "\n\n"
+    text = (header + "\n" + table_markdown(with_floor(results), base.task, kind=kind, split=results["split"]) + "\n\n"
             + (f"**{note}**\n\n" if note else "")
             + tuning_markdown(rows, results.get("tuning"))
             + f"\n\n## The paper's claims for task kind {kind}, checked here\n\n"

@@ -38,6 +38,13 @@ def floor_line(rows: list[dict], task: str) -> str | None:
             f"budget, so every finding is 'not learned'; model sizes and steps that clear it: {SIZING}.")
 
 
+def _on_split(title: str, split: str) -> str:
+    """A metric column's title on `split`: "valid PPL" -> "test PPL", "accuracy %" -> "test accuracy %"."""
+    if split == "valid":
+        return title
+    return title.replace("valid ", f"{split} ") if "valid " in title else f"{split} {title}"
+
+
 def _fmt(value, spec: str = "{}") -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
@@ -48,7 +55,8 @@ def _params(n: int) -> str:
     return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k"
 
 
-def table_markdown(rows: list[dict], task: str, baseline: str = "V", kind: str | None = None) -> str:
+def table_markdown(rows: list[dict], task: str, baseline: str = "V", kind: str | None = None,
+                   split: str = "valid") -> str:
     """Markdown table: ours (params, metrics, change vs the baseline, tokens/s relative to it) beside the
     paper's columns of the same task kind, and the floor row last.
 
@@ -56,12 +64,13 @@ def table_markdown(rows: list[dict], task: str, baseline: str = "V", kind: str |
     "tokens_per_s"; a row with "interval" ({metric: [lo, hi]}) shows each metric with its 95% interval,
     one with several "seeds" (per-seed rows) and no interval as mean ± std. A row with "floor": true
     (`synthformer.floors`) is the trivial baseline of the data: its metrics only.
-    `kind`: the task kind (`reference_results.task_kind`); default the task itself.
+    `kind`: the task kind (`reference_results.task_kind`); default the task itself. `split`: the split
+    the metrics were measured on ("valid" or "test"), named in the column titles.
     """
     kind = kind or task
     floors = [r for r in rows if r.get("floor")]
     rows = [r for r in rows if not r.get("floor")]
-    ours = METRIC_COLUMNS.get(task, [("loss", "loss", "{:.3f}")])
+    ours = [(_on_split(t, split), k, f) for t, k, f in METRIC_COLUMNS.get(task, [("loss", "loss", "{:.3f}")])]
     main_title, main_key, _ = ours[0]
     base = next((r for r in rows if r["variant"] == baseline), None)
     paper_titles = list(paper_columns(kind, baseline))

@@ -60,6 +60,7 @@ class TrainConfig:
     eval_every: int = 200  # evaluate on the validation split every N steps (and at the end); 0 = only at the end
     eval_batches: int = 50  # validation batches per periodic evaluation; 0 = the whole split
     final_eval_batches: int = 0  # validation batches of the final evaluation; 0 = the whole split
+    eval_test: bool = False  # after the final validation, evaluate the test split too (same limit): result["test"]
     decode: str = "greedy"  # seq2seq evaluation decoding: greedy | beam
     num_beams: int = 4  # beam width when decode = beam
     decode_examples: int = 100  # seq2seq: validation examples decoded for BLEU / chrF / ROUGE-L; 0 = none

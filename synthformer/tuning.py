@@ -23,8 +23,10 @@ budgets' steps), one without 4 x 1/4 (one budget), beside its seeds' full runs (
 1.3-1.7x the time of the untuned seeds. Sized for the tiny CPU models of `reproduce --budget cpu`
 (a quarter of 800-2,000 steps is enough to tell a diverging or crawling lr from a working one).
 
-The sweep selects on the same validation split the tables report; the (small) optimism this adds
-is the same for every variant. Candidate runs live in ``OUT/tune/<variant>/<candidate>``; a rerun
+The sweep selects on the validation split. A comparison with ``eval_test`` (every `reproduce` grid at
+its cpu and gpu budgets) reports and judges the test split, which the selection never saw; without it
+the tables report the validation split the sweep chose on, and the (small) optimism this adds is the
+same for every variant. Candidate runs live in ``OUT/tune/<variant>/<candidate>``; a rerun
 reuses finished ones and resumes an interrupted one.
 """
 from __future__ import annotations
@@ -104,7 +106,7 @@ def sweep(variant: str, base, model_overrides: dict, out: Path, tune: TuneConfig
     for i, values in enumerate(found):
         run = out / TUNE_DIR / variant / candidate_name(values)
         cfg = dataclasses.replace(base, **{**values, "warmup_steps": min(values["warmup_steps"], steps)}, steps=steps,
-                                  out=str(run), eval_every=0, checkpoint_every=0, decode_examples=0)
+                                  out=str(run), eval_every=0, checkpoint_every=0, decode_examples=0, eval_test=False)
         result = train_cell(cfg, {**model_overrides, "attention": variant},
                             f"tune {variant} [{i + 1}/{len(found)}] {candidate_name(values)}")
         valid = (result.get("valid") or {}).get(tune.metric)

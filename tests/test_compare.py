@@ -350,3 +350,28 @@ def test_a_folder_of_cells_alone_finishes_without_training_and_trains_only_missi
     (clone / "cells" / "V.json").write_text(json.dumps(cell))
     code, _, err = compare_main(*opts, "--out", clone)
     assert code == 2 and "V.json was trained with other settings: lr" in err, err
+
+
+def test_eval_test_reports_and_judges_the_test_split_the_sweep_never_saw(dialogue, tmp_path):
+    """Issue 18: the sweep chooses on validation, so a reproduction reports the test split: every
+    variant's metrics, its intervals and the floor row come from the test split, and the table says so."""
+    out = tmp_path / "cmp"
+    code, _, err = compare_main("--variants", "V,R", "--data", dialogue, "--out", out, "--tune", *TINY,
+                                "--eval_test", "true")
+    assert code == 0, err
+    results = json.loads((out / "results.json").read_text())
+    assert results["split"] == "test"
+    for row in results["variants"]:
+        done = json.loads((Path(row["run"]) / "done.json").read_text())
+        assert row["metrics"]["ppl"] == pytest.approx(done["test"]["ppl"])
+        assert row["metrics"]["ppl"] != pytest.approx(done["valid"]["ppl"])  # a different split
+        assert row["seeds"][0]["valid_metrics"]["ppl"] == pytest.approx(done["valid"]["ppl"])
+        for cand in row["sweep"]:  # the candidates never evaluate the test split
+            assert "test" not in json.loads((Path(cand["run"]) / "done.json").read_text())
+    from synthformer.floors import floor_row
+    from synthformer.plan import open_trained
+
+    data = open_trained(results["variants"][0]["run"], with_data=True).data
+    assert results["floor"]["metrics"]["ppl"] == pytest.approx(floor_row("lm", data, "test")["metrics"]["ppl"])
+    assert results["floor"]["metrics"]["ppl"] != pytest.approx(floor_row("lm", data, "valid")["metrics"]["ppl"])
+    assert "| test PPL |" in (out / "table.md").read_text()

@@ -32,16 +32,17 @@ class ReproduceError(SynthformerError):
 
 # Train options of every grid per budget (the modules add steps, lengths and their own choices).
 # smoke: a pipeline check of a few seconds per variant (the tests run it); cpu: tiny models that fit
-# ~45 minutes per name on 2 cores; gpu: small models for one GPU (not run in CI).
+# ~45 minutes per name on 2 cores; gpu: small models for one GPU (not run in CI). cpu and gpu report and
+# judge the test split (eval_test): the learning-rate sweep chooses on validation.
 BUDGET_TRAIN = {
     "smoke": dict(preset="tiny", steps=2, batch_size=4, max_examples=40, seq_len=32, vocab_size=300,
                   warmup_steps=1, eval_every=0, eval_batches=1, final_eval_batches=1, decode_examples=4,
                   checkpoint_every=0, log_every=1, progress=False, threads=1),
     "cpu": dict(preset="tiny", batch_size=16, vocab_size=2000, lr=2e-3, warmup_steps=40, eval_every=100,
-                eval_batches=20, final_eval_batches=0, decode_examples=200, checkpoint_every=100,
+                eval_batches=20, final_eval_batches=0, eval_test=True, decode_examples=200, checkpoint_every=100,
                 log_every=10, progress=False, threads=1),
     "gpu": dict(preset="small", batch_size=64, vocab_size=8000, lr=1e-3, warmup_steps=400, eval_every=500,
-                eval_batches=50, final_eval_batches=0, decode_examples=500, checkpoint_every=1000,
+                eval_batches=50, final_eval_batches=0, eval_test=True, decode_examples=500, checkpoint_every=1000,
                 log_every=50, precision="bf16", device="cuda"),
 }
 BUDGET_MODEL = {"smoke": dict(max_seq_len=32), "cpu": {}, "gpu": {}}
@@ -168,7 +169,7 @@ def grid_section(grid: Grid, results: dict, tables: tuple, extra_body: str = "")
     kind = results["kind"]
     # judged now, not read from the grid's results.json: a rule changed since the runs applies to them too
     found = [f for f in evaluate(rows, kind) if f["table"] in tables]
-    body = [grid.note, "", table_markdown(rows, grid.task, kind=kind), "", tuning_markdown(rows, results.get("tuning"))]
+    body = [grid.note, "", table_markdown(rows, grid.task, kind=kind, split=results.get("split", "valid")), "", tuning_markdown(rows, results.get("tuning"))]
     if extra_body:
         body += ["", extra_body]
     body += ["", f"![learning curves]({grid.key}/curves.png)"]
