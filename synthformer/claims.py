@@ -146,8 +146,9 @@ class Claim:
         floor = (f"; judged only when every variant is {FLOOR_REL_MARGIN:.0%} below the floor's {gate}"
                  if _lower(self, gate) else
                  f"; judged only when every variant is {_floor_points(gate):g} points above the floor's {gate}")
+        way = "lower" if self.proxy in LOWER_IS_BETTER else "higher"
         proxy = (f"; while {_title(self.metric)} is not learned, the same relation on the {PROXY_LABELS[self.proxy]} "
-                 f"(lower is better), gated by its floor, gives a verdict labelled as that proxy" if self.proxy else "")
+                 f"({way} is better), gated by its floor, gives a verdict labelled as that proxy" if self.proxy else "")
         return (f"{self.subject} {what} ({'lower' if self.lower_is_better else 'higher'} {self.metric} counts as "
                 f"better); interval: t over paired seeds plus item errors, at least ±{SINGLE_SEED_MARGIN:.0%} "
                 "with one seed" + ("" if self.metric in BESIDE_METRICS else floor) + proxy)
