@@ -42,6 +42,20 @@ lower is better, ``(B - A) / |B|`` when higher is better (positive = A worse):
    Anything else is inconclusive. A claim is *not reproduced* when any pair is, else *inconclusive*
    when any pair is, else *reproduced*; step 1 overrides all of it with *inconclusive*.
 
+4. *Proxy.* A claim with a proxy metric (``Claim.proxy``; the MT BLEU claims: ``ppl``, the
+   teacher-forced validation perplexity) whose own metric is *not learned* by step 1 is judged again,
+   steps 1-3, on the proxy: same subject, others, relation and threshold (relative gaps of the
+   perplexity, lower is better; the paper printed no perplexity, so it is a proxy, not the claim),
+   gated by the floor rows' proxy value (MT: the target-side Kneser-Ney bigram, `floors.
+   seq2seq_target_floor`) with the same ``FLOOR_REL_MARGIN`` as the LM claims. Its verdict becomes
+   the finding, with the proxy in the status itself, e.g. ``"reproduced (proxy: teacher-forced
+   validation ppl; BLEU not learned)"`` (`proxy_status`), "metric" the proxy's, "ours" / "pairs" the
+   proxy's numbers, "note" starting "BLEU not learned: ..." and the BLEU numbers kept under
+   "not_learned"; so a reader sees both the BLEU gate and the proxy verdict in one line, and never
+   takes the verdict for BLEU's. When the proxy is not learned either (or no floor row holds it) the
+   finding stays the BLEU one, *inconclusive*, its note "not learned: ...; proxy (teacher-forced
+   validation ppl) not learned either: ...". A claim whose metric is learned is judged on it alone.
+
 Only the variants that were run count; a claim whose subject, every other variant, or metric is
 missing from the rows is not shown. Rows without ``_se``, ``interval`` or a floor row are judged by
 the same rule with those parts left out.
@@ -50,7 +64,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .errors import SynthformerError
 from .reference_results import (LRA, LRA_AVG, LRA_MEMORY_GB, LRA_STEPS_PER_S, TABLE2, TABLE3, TABLE4,
@@ -72,6 +86,9 @@ LOWER_IS_BETTER = {"ppl", "loss", "peak_bytes"}
 BESIDE_METRICS = ("tokens_per_s", "peak_bytes")  # read beside a row's "metrics" (metrics as fallback)
 ANY_KIND = "*"  # a claim about speed holds for every task kind
 STATUSES = ("reproduced", "not reproduced", "inconclusive")
+# A claim's proxy metric (`Claim.proxy`) -> how its findings name it; (metric -> its name in a status)
+PROXY_LABELS = {"ppl": "teacher-forced validation ppl"}
+METRIC_TITLES = {"bleu": "BLEU", "rougeL": "ROUGE-L", "ppl": "PPL"}
 
 
 class ClaimError(SynthformerError):
@@ -96,6 +113,7 @@ class Claim:
     text: str = ""  # the claim in words, quoting the paper's numbers only
     learned_on: str = ""  # the metric the floor gates on when not `metric` (e.g. "ppl" for weight_var)
     derived: str = ""  # how `paper` was computed from the table's cells when it is not printed there
+    proxy: str = ""  # a metric (`PROXY_LABELS`) judged instead, labelled, when `metric` is not learned (MT: "ppl")
 
     def __post_init__(self):
         if self.relation not in RELATIONS:
@@ -108,6 +126,8 @@ class Claim:
             raise ClaimError(f"claim {self.name}: no paper number for {missing}")
         if self.threshold < 0 or (self.relation == "within" and self.threshold <= 0):
             raise ClaimError(f"claim {self.name}: threshold={self.threshold} must be >= 0 (> 0 for a band)")
+        if self.proxy and self.proxy not in PROXY_LABELS:
+            raise ClaimError(f"claim {self.name}: proxy={self.proxy!r} is not one of {', '.join(PROXY_LABELS)}")
 
     def applies_to(self, kind: str) -> bool:
         return ANY_KIND in self.kinds or kind in self.kinds
@@ -126,9 +146,16 @@ class Claim:
         floor = (f"; judged only when every variant is {FLOOR_REL_MARGIN:.0%} below the floor's {gate}"
                  if _lower(self, gate) else
                  f"; judged only when every variant is {_floor_points(gate):g} points above the floor's {gate}")
+        way = "lower" if self.proxy in LOWER_IS_BETTER else "higher"
+        proxy = (f"; while {_title(self.metric)} is not learned, the same relation on the {PROXY_LABELS[self.proxy]} "
+                 f"({way} is better), gated by its floor, gives a verdict labelled as that proxy" if self.proxy else "")
         return (f"{self.subject} {what} ({'lower' if self.lower_is_better else 'higher'} {self.metric} counts as "
                 f"better); interval: t over paired seeds plus item errors, at least ±{SINGLE_SEED_MARGIN:.0%} "
-                "with one seed" + ("" if self.metric in BESIDE_METRICS else floor))
+                "with one seed" + ("" if self.metric in BESIDE_METRICS else floor) + proxy)
+
+
+def _title(metric: str) -> str:
+    return METRIC_TITLES.get(metric, metric)
 
 
 def _pct(x: float) -> str:
@@ -171,7 +198,8 @@ def _lm(name, subject, others, relation, t, text):
 
 def _mt(name, subject, others, relation, t, text, key="ende_bleu"):
     bench = "EnDe BLEU" if key == "ende_bleu" else "EnFr BLEU"
-    return _t2(name, bench, ("seq2seq-mt",), "bleu", False, subject, others, relation, t, key, text)
+    return replace(_t2(name, bench, ("seq2seq-mt",), "bleu", False, subject, others, relation, t, key, text),
+                   proxy="ppl")
 
 
 def _t3(name, kind, bench, metric, key, subject, others, relation, t, text):
@@ -544,7 +572,18 @@ def _direction(claim: Claim, other: str, g: Gap) -> str:
 
 def judge(claim: Claim, rows: list[dict]) -> dict | None:
     """The finding of one claim on result rows, or None when it cannot be checked (the subject,
-    every other variant, or the metric is missing). Floor rows are read for the floor, never compared."""
+    every other variant, or the metric is missing). Floor rows are read for the floor, never compared.
+    A claim with a `Claim.proxy` whose metric is not learned is judged on the proxy (`_proxy_finding`)."""
+    found = _judge(claim, rows)
+    if found is None:
+        return None
+    finding, learned = found
+    return finding if learned or not claim.proxy else _proxy_finding(claim, rows, finding)
+
+
+def _judge(claim: Claim, rows: list[dict]) -> tuple[dict, bool] | None:
+    """(the finding of `judge` on the claim's own metric, whether its variants learned it: False when
+    a floor or an older guard made it inconclusive), or None when it cannot be checked."""
     floors = [r for r in rows if is_floor(r)]
     by_variant = {r["variant"]: r for r in rows if not is_floor(r)}
     if claim.subject not in by_variant:
@@ -570,6 +609,7 @@ def judge(claim: Claim, rows: list[dict]) -> dict | None:
     note = _not_learned(claim, compared, floors)
     if note is None and not _floor_value(floors, claim.learned_on or claim.metric):
         note = _at_chance(claim, compared) or _below_floor(claim, compared)
+    learned = not note
     if note:
         status = "inconclusive"
     elif status == "not reproduced":
@@ -579,12 +619,57 @@ def judge(claim: Claim, rows: list[dict]) -> dict | None:
     return {"claim": claim.name, "text": claim.text, "table": claim.table, "benchmark": claim.benchmark,
             "metric": claim.metric, "relation": claim.relation, "threshold": claim.threshold, "status": status,
             "rule": claim.rule(), "paper": {v: claim.paper[v] for v in ours if v in claim.paper},
-            "ours": ours, "pairs": pairs, **({"note": note} if note else {})}
+            "ours": ours, "pairs": pairs, **({"note": note} if note else {})}, learned
+
+
+def proxy_status(status: str, claim: Claim) -> str:
+    """The status of a verdict reached on `claim`'s proxy, labelled so it never reads as one on its metric,
+    e.g. "reproduced (proxy: teacher-forced validation ppl; BLEU not learned)"."""
+    return f"{status} (proxy: {PROXY_LABELS[claim.proxy]}; {_title(claim.metric)} not learned)"
+
+
+def status_rank(status: str) -> tuple[int, int, str]:
+    """Sort key of a finding's status: `STATUSES`' order, a labelled one ("reproduced (proxy: ...)",
+    `proxy_status`) right after its own, any other last."""
+    for i, s in enumerate(STATUSES):
+        if status == s:
+            return i, 0, ""
+        if status.startswith(s + " ("):
+            return i, 1, status
+    return len(STATUSES), 0, status
+
+
+def _proxy_finding(claim: Claim, rows: list[dict], finding: dict) -> dict:
+    """The finding of a claim whose own metric was not learned (`finding`, inconclusive), judged on its
+    proxy: the same subject, others, relation and threshold on the proxy metric, gated by the floor rows'
+    proxy value with the same margin rule. A verdict there becomes the finding, its status labelled
+    (`proxy_status`), the unlearned metric kept under "not_learned"; a proxy not learned either (or
+    without a floor to gate it) leaves `finding` inconclusive, its note saying why."""
+    label, title = PROXY_LABELS[claim.proxy], _title(claim.metric)
+    floor = _floor_value([r for r in rows if is_floor(r)], claim.proxy)
+    found = _judge(replace(claim, metric=claim.proxy, lower_is_better=claim.proxy in LOWER_IS_BETTER, proxy=""),
+                   rows)
+    if floor is None or found is None:
+        why = (f"no floor row holds a {claim.proxy} to gate it (compute the floor again)" if found else
+               f"a variant compared has no {claim.proxy}")
+        return {**finding, "note": f"{finding['note']}; no proxy verdict on the {label}: {why}"}
+    proxy, learned = found
+    if not learned:
+        either = proxy["note"].replace("not learned", "not learned either", 1)
+        return {**finding, "note": f"{finding['note']}; proxy ({label}) {either}"}
+    note = f"{title} {finding['note']}; the status is the proxy's: the {label} against the {floor[1]} floor"
+    return {**proxy, "status": proxy_status(proxy["status"], claim),
+            "benchmark": f"{claim.benchmark}; ours: proxy, {label}",
+            "rule": f"proxy for {title}, which is not learned: {proxy['rule']}",
+            "note": note + (f"; {proxy['note']}" if proxy.get("note") else ""),
+            "proxy": {"metric": claim.proxy, "label": label, "status": proxy["status"]},
+            "not_learned": {k: finding[k] for k in ("metric", "ours", "pairs", "note")}}
 
 
 def _floor_value(floors: list[dict], metric: str) -> tuple[float, str] | None:
     """(value, name) of the hardest floor row holding `metric` (the one a variant finds hardest to beat)."""
-    found = [(v, f.get("name") or "floor") for f in floors if (v := _read(f, metric)) is not None]
+    found = [(v, (f.get("names") or {}).get(metric) or f.get("name") or "floor")
+             for f in floors if (v := _read(f, metric)) is not None]
     if not found:
         return None
     return min(found) if metric in LOWER_IS_BETTER else max(found)

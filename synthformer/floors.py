@@ -12,6 +12,12 @@ returns the row that compare / reproduce put beside the variants:
 | seq2seq-summarization | lead-k: the first k source words (k: mean train reference words) | rougeL, bleu, chrf |
 | seq2seq-mt, plain seq2seq | copy the source | bleu, chrf, rougeL |
 | seq2seq-dialogue | the most frequent train response, for every input | bleu, rougeL, chrf |
+| every seq2seq kind, beside its text floor | KN bigram of the target sides (the decoder's tokens) | ppl, loss |
+
+A seq2seq floor row holds both floors; its "names" says which floor each metric comes from
+(``{"bleu": "copy source", ..., "ppl": "target-side KN bigram"}``). The target-side bigram is what
+the teacher-forced validation perplexity must beat (`seq2seq_target_floor`): the MT claims judge
+that perplexity as a labelled proxy when BLEU is not learned (`synthformer.claims`).
 
 Counts come from the train split's token ids (the models' tokens); scores from the evaluated
 split. LM and MLM score every block of the split (the model's evaluation may stop at
@@ -47,20 +53,29 @@ def unigram_logprobs(train, targets, vocab_size: int) -> np.ndarray:
 
 def kn_bigram_logprobs(train, contexts, targets, vocab_size: int, d: float = KN_DISCOUNT) -> np.ndarray:
     """log P(w | v) of each (context v, target w) under the interpolated Kneser-Ney bigram of the
-    token stream `train` (Chen & Goodman 1998, eq. 21 with one discount d):
+    token stream `train`: `kn_bigram_pair_logprobs` fitted on its adjacent pairs."""
+    train = np.asarray(train, dtype=np.int64)
+    return kn_bigram_pair_logprobs(train[:-1], train[1:], contexts, targets, vocab_size, d)
+
+
+def kn_bigram_pair_logprobs(train_contexts, train_targets, contexts, targets, vocab_size: int,
+                            d: float = KN_DISCOUNT) -> np.ndarray:
+    """log P(w | v) of each (context v, target w) under the interpolated Kneser-Ney bigram fitted on
+    the bigrams (train_contexts[i], train_targets[i]) (Chen & Goodman 1998, eq. 21 with one discount d):
 
         P(w | v) = max(c(v w) - d, 0) / c(v) + d * N1+(v .) / c(v) * P_cont(w)      (c(v) > 0)
         P(w | v) = P_cont(w)                                                      (v never a context)
         P_cont(w) = max(N1+(. w) - d, 0) / N1+(. .) + d * |{w: N1+(. w) > 0}| / N1+(. .) / V
 
-    c(v w) counts the bigrams of `train`, c(v) = sum_w c(v w), N1+(v .) the distinct words after v,
+    c(v w) counts the training bigrams, c(v) = sum_w c(v w), N1+(v .) the distinct words after v,
     N1+(. w) the distinct words before w (the continuation count), N1+(. .) the distinct bigrams.
     The continuation unigram is itself discounted and interpolated with the uniform 1 / V over the
     vocabulary, so a word never seen in train keeps a probability; every P(. | v) sums to 1.
     """
-    train = np.asarray(train, dtype=np.int64)
     V = int(vocab_size)
-    keys, pair_counts = np.unique(train[:-1] * V + train[1:], return_counts=True)  # distinct bigrams, sorted
+    train_v = np.asarray(train_contexts, dtype=np.int64)
+    train_w = np.asarray(train_targets, dtype=np.int64)
+    keys, pair_counts = np.unique(train_v * V + train_w, return_counts=True)  # distinct bigrams, sorted
     left, right = keys // V, keys % V
     follow = np.bincount(left, minlength=V)  # N1+(v .)
     context = np.bincount(left, weights=pair_counts, minlength=V)  # c(v)
@@ -103,6 +118,29 @@ def mlm_floor(train_ids, eval_ids, seq_len: int, vocab_size: int, num_specials: 
     return {"loss": loss, "ppl": math.exp(loss), "masked_tokens": len(targets)}
 
 
+def seq2seq_target_pairs(items) -> tuple[np.ndarray, np.ndarray]:
+    """(contexts, targets) the seq2seq loss counts on encoded items ``(src, tgt)``, tgt = <bos> ids
+    <eos>: the decoder reads tgt[:-1] and predicts tgt[1:] (`tasks.seq2seq.Seq2SeqTask.predictions`),
+    so every target token and the final <eos> are predicted, <bos> never is, and each target's first
+    context is <bos>. Padding exists only in batches, where the loss ignores it: none is counted here."""
+    tgts = [np.asarray(tgt, dtype=np.int64) for _, tgt in items]
+    if not tgts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate([t[:-1] for t in tgts]), np.concatenate([t[1:] for t in tgts])
+
+
+def seq2seq_target_floor(train_items, eval_items, vocab_size: int) -> dict:
+    """{"ppl", "loss", "eval_tokens"}: the perplexity (and mean loss in nats) of the interpolated
+    Kneser-Ney bigram of the train split's target sides (fitted on their `seq2seq_target_pairs`, so
+    no bigram spans two targets) on the tokens the teacher-forced seq2seq loss counts on the evaluated
+    split: the model's validation "ppl" is comparable with it, the source aside (a decoder that ignores
+    its source can reach it)."""
+    contexts, targets = seq2seq_target_pairs(eval_items)
+    train_contexts, train_targets = seq2seq_target_pairs(train_items)
+    kn = -float(kn_bigram_pair_logprobs(train_contexts, train_targets, contexts, targets, vocab_size).mean())
+    return {"ppl": math.exp(kn), "loss": kn, "eval_tokens": len(targets)}
+
+
 # ----------------------------------------------------------------------------- classification
 def majority_accuracy(train_labels, eval_labels) -> float:
     """Accuracy (0-100) on `eval_labels` of always answering the train split's most frequent label
@@ -140,6 +178,7 @@ def seq2seq_texts(items, tokenizer) -> tuple[list[str], list[str]]:
     return sources, refs
 
 
+TARGET_FLOOR = "target-side KN bigram"  # the seq2seq floor of the validation perplexity (`seq2seq_target_floor`)
 TEXT_FLOORS = {  # seq2seq kind -> the floor that `text_floor` scores
     "seq2seq-summarization": "lead-k",
     "seq2seq-mt": "copy source",
@@ -171,9 +210,10 @@ def floor_row(task_name: str, data, split: str = "valid", kind: str | None = Non
     ``{"variant": "floor", "floor": True, "name": ..., "split": ..., "metrics": {...}}``, or None
     where no floor applies (a split that is absent, or a kind without one).
 
-    `kind` is a task kind of `synthformer.reference_results` (it picks the seq2seq floor: lead-k for
-    summarization, most-frequent response for dialogue, copy-source for MT and any other seq2seq
-    data); None derives it from the task and the data's registry source name
+    `kind` is a task kind of `synthformer.reference_results` (it picks the seq2seq text floor: lead-k
+    for summarization, most-frequent response for dialogue, copy-source for MT and any other seq2seq
+    data; every seq2seq row also holds the target-side bigram's "ppl" and "loss", and "names" maps
+    each metric to the floor it comes from); None derives it from the task and the data's registry source name
     (`reference_results.task_kind(task_name, data.splits.meta["source"])`).
     """
     from .reference_results import task_kind
@@ -193,7 +233,12 @@ def floor_row(task_name: str, data, split: str = "valid", kind: str | None = Non
         metrics = {"accuracy": majority_accuracy([y for _, y in train], [y for _, y in evaluated]),
                    "examples": len(evaluated)}
     elif task_name == "seq2seq" and kind in TEXT_FLOORS:
-        name, metrics = text_floor(kind, train, evaluated, data.tokenizer)
+        text_name, metrics = text_floor(kind, train, evaluated, data.tokenizer)
+        names = {k: text_name for k in metrics}
+        metrics.update(seq2seq_target_floor(train, evaluated, vocab))
+        names.update({k: TARGET_FLOOR for k in ("ppl", "loss")})
+        return {"variant": "floor", "floor": True, "name": f"{text_name} (text); {TARGET_FLOOR} (ppl)",
+                "names": names, "split": split, "metrics": metrics}
     else:
         return None
     return {"variant": "floor", "floor": True, "name": name, "split": split, "metrics": metrics}

@@ -4,8 +4,9 @@ claims checked on our numbers (`synthformer.claims`). Everything here reads resu
 from __future__ import annotations
 
 import math
+from collections import Counter
 
-from .claims import STATUSES, evaluate, finding_line, seed_values, stat
+from .claims import evaluate, finding_line, seed_values, stat, status_rank
 from .reference_results import CITATION, LABEL, paper_columns
 
 # Per task: (column title, result key, format) of our metrics; the first is the task's main metric.
@@ -159,6 +160,6 @@ def findings_markdown(found: list[dict]) -> str:
     """Findings as Markdown bullets, with the rule that decided them."""
     if not found:
         return "No claim of the paper applies to this task and these variants."
-    counts = {s: sum(f["status"] == s for f in found) for s in STATUSES}
-    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    counts = Counter(f["status"] for f in found)
+    summary = ", ".join(f"{counts[s]} {s}" for s in sorted(counts, key=status_rank))
     return f"{summary}.\n\n" + "\n".join(f"- {finding_line(f)}" for f in found)

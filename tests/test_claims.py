@@ -395,6 +395,125 @@ def test_without_a_floor_row_bleu_claims_below_the_old_floor_are_inconclusive(fi
     assert ("note" in finding) == (status == "inconclusive")
 
 
+# ----------------------------------------------------------------------------- MT: the perplexity proxy
+PROXY = "(proxy: teacher-forced validation ppl; BLEU not learned)"
+
+
+def mt_rows(bleu: dict, ppl: dict, ppl_se=None):
+    """Three paired seeds per variant with BLEU and teacher-forced ppl (optional item errors "ppl_se")."""
+    rows = []
+    for v in bleu:
+        row = seeded(v, "bleu", [bleu[v] * (1 - 1e-3), bleu[v], bleu[v] * (1 + 1e-3)])
+        for i, run in enumerate(row["seeds"]):
+            run["metrics"]["ppl"] = ppl[v] * (1 + (i - 1) * 1e-3)
+            if ppl_se is not None:
+                run["metrics"]["ppl_se"] = ppl_se
+        row["metrics"]["ppl"] = ppl[v]
+        rows.append(row)
+    return rows
+
+
+def mt_floor(bleu=4.5, ppl=100.0):
+    names = {"bleu": "copy source", "ppl": "target-side KN bigram"}
+    return {"variant": "floor", "floor": True, "name": "copy source (text); target-side KN bigram (ppl)",
+            "names": {k: names[k] for k, x in (("bleu", bleu), ("ppl", ppl)) if x is not None},
+            "metrics": {k: x for k, x in (("bleu", bleu), ("ppl", ppl)) if x is not None}}
+
+
+def test_every_mt_bleu_claim_and_no_other_has_the_ppl_proxy():
+    assert {c.name for c in C.CLAIMS if c.proxy} == {c.name for c in C.CLAIMS if "seq2seq-mt" in c.kinds
+                                                     and c.metric == "bleu"}
+    assert all(c.proxy == "ppl" and "teacher-forced validation ppl" in c.rule() for c in C.CLAIMS if c.proxy)
+    with pytest.raises(C.ClaimError, match="proxy='accuracy'"):
+        C.Claim("x", "Table 2", ("seq2seq-mt",), "b", "bleu", False, "R", ("V",), "better", 0.0, proxy="accuracy")
+
+
+@pytest.mark.parametrize("claim_name,ppl,verdict,direction", [
+    ("t2-ende-r-close-v", {"R": 60.0, "V": 61.0}, "reproduced", None),
+    ("t2-ende-r-close-v", {"R": 60.0, "V": 75.0}, "not reproduced", "R 20.0% better than V, beyond the ±5% band"),
+    ("t2-ende-rv-above-v", {"R+V": 58.0, "V": 60.0}, "reproduced", None),
+    ("t2-ende-rv-above-v", {"R+V": 63.0, "V": 60.0}, "not reproduced", "R+V 5.0% worse than V, not better"),
+    ("t2-ende-fix-worst", {"Fix": 90.0, **{v: 60.0 + i for i, v in enumerate(C.T2) if v != "Fix"}}, "reproduced",
+     None),
+])
+def test_bleu_not_learned_is_judged_on_the_ppl_proxy(claim_name, ppl, verdict, direction):
+    claim = C.BY_NAME[claim_name]
+    bleu = {v: 1.0 + 0.1 * i for i, v in enumerate(ppl)}  # every BLEU under the copy floor 4.5 + 1
+    rows = mt_rows(bleu, ppl) + [mt_floor()]
+    found = C.judge(claim, rows)
+    assert found["status"] == f"{verdict} {PROXY}", found
+    assert found["metric"] == "ppl" and found["proxy"] == {"metric": "ppl", "label": "teacher-forced validation ppl",
+                                                           "status": verdict}
+    assert {v: s["mean"] for v, s in found["ours"].items()} == pytest.approx(ppl)
+    assert found["note"].startswith("BLEU not learned: ")
+    assert ("the status is the proxy's: the teacher-forced validation ppl against the target-side KN bigram"
+            in found["note"])
+    assert (direction in found["note"]) if direction else "beyond" not in found["note"]
+    assert found["not_learned"]["metric"] == "bleu"  # the BLEU gate stays visible, with its numbers
+    assert {v: s["mean"] for v, s in found["not_learned"]["ours"].items()} == pytest.approx(bleu)
+    assert found["rule"].startswith("proxy for BLEU, which is not learned: ") and "lower ppl" in found["rule"]
+    line = C.finding_line(found)
+    assert line.startswith(f"**{verdict} {PROXY}**") and "Ours (ppl)" in line and "BLEU not learned" in line
+
+
+@pytest.mark.parametrize("ppl,floor,failed", [
+    ({"R": 85.0, "V": 90.0}, 80.0, "R 85, V 90"),  # both worse than the target bigram
+    ({"R": 77.0, "V": 60.0}, 80.0, "R 77"),        # R better, but not 5% below it (76)
+])
+def test_proxy_not_learned_either_leaves_the_bleu_finding_not_learned(ppl, floor, failed):
+    claim = C.BY_NAME["t2-ende-r-close-v"]
+    found = C.judge(claim, mt_rows({"R": 1.0, "V": 1.2}, ppl) + [mt_floor(ppl=floor)])
+    assert found["status"] == "inconclusive" and found["metric"] == "bleu" and "proxy" not in found
+    assert found["note"].startswith("not learned: R 1, V 1.2 vs floor 4.5 (copy source; ")
+    assert (f"; proxy (teacher-forced validation ppl) not learned either: {failed} vs floor {floor:.4g} "
+            "(target-side KN bigram; a variant needs ppl < 76: 5% below it)") in found["note"]
+
+
+def test_bleu_learned_gives_the_bleu_verdict_only():
+    claim = C.BY_NAME["t2-ende-r-close-v"]
+    ppl = {"R": 60.0, "V": 90.0}  # the proxy would say "not reproduced": it is not asked
+    found = C.judge(claim, mt_rows({"R": 10.0, "V": 10.1}, ppl) + [mt_floor()])
+    assert found["status"] == "reproduced" and found["metric"] == "bleu"
+    assert "proxy" not in found and "not_learned" not in found and "note" not in found
+    found = C.judge(claim, mt_rows({"R": 8.0, "V": 10.0}, ppl) + [mt_floor()])
+    assert found["status"] == "not reproduced" and found["note"] == "R 20.0% worse than V, beyond the ±5% band"
+
+
+def test_the_proxy_uses_the_item_errors_and_intervals_of_ppl():
+    claim = C.BY_NAME["t2-ende-r-close-v"]
+    ppl = {"R": 60.0, "V": 61.0}  # gap -1.6%: inside the ±5% band when the items pin it down
+    tight = C.judge(claim, mt_rows({"R": 1.0, "V": 1.2}, ppl, ppl_se=0.1) + [mt_floor()])
+    assert tight["status"] == f"reproduced {PROXY}" and tight["pairs"][0]["method"] == "paired seeds"
+    loose = C.judge(claim, mt_rows({"R": 1.0, "V": 1.2}, ppl, ppl_se=3.0) + [mt_floor()])
+    assert loose["status"] == f"inconclusive {PROXY}"
+    assert loose["pairs"][0]["interval"][1] - loose["pairs"][0]["interval"][0] > 0.1
+    rows = mt_rows({"R": 1.0, "V": 1.2}, ppl) + [mt_floor()]
+    rows[0]["interval"] = {"ppl": [58.0, 62.0], "bleu": [0.5, 1.5]}
+    found = C.judge(claim, rows)
+    assert found["ours"]["R"]["interval"] == [58.0, 62.0]
+    assert found["not_learned"]["ours"]["R"]["interval"] == [0.5, 1.5]
+
+
+def test_no_proxy_verdict_without_a_ppl_floor():
+    claim = C.BY_NAME["t2-ende-r-close-v"]
+    rows = mt_rows({"R": 1.0, "V": 1.2}, {"R": 60.0, "V": 61.0})
+    found = C.judge(claim, rows + [mt_floor(ppl=None)])  # a floor row computed before the target-side floor
+    assert found["status"] == "inconclusive" and found["metric"] == "bleu"
+    assert found["note"].endswith("; no proxy verdict on the teacher-forced validation ppl: no floor row holds a ppl "
+                                  "to gate it (compute the floor again)")
+
+
+def test_findings_markdown_counts_the_proxy_verdicts_apart():
+    from synthformer.report import findings_markdown
+
+    ppl = {v: 60.0 for v in C.T2}
+    rows = mt_rows({v: 1.0 for v in C.T2}, ppl) + [mt_floor()]
+    found = C.evaluate(rows, "seq2seq-mt", C.select(["t2-ende-r-close-v", "t2-ende-fix-worst"]))
+    assert [f["status"] for f in found] == [f"reproduced {PROXY}", f"not reproduced {PROXY}"]  # Fix not the worst
+    lm = [seeded("Fix", "ppl", [80.0, 80.1]), seeded("R", "ppl", [60.0, 61.0])]
+    found.append(C.judge(C.BY_NAME["t2-lm1b-fix-vs-r"], lm))
+    assert findings_markdown(found).startswith(f"1 reproduced, 1 reproduced {PROXY}, 1 not reproduced {PROXY}.")
+
 # ----------------------------------------------------------------------------- old rows, output
 def test_old_rows_without_seeds_errors_intervals_or_floor_are_judged():
     rows = [one_row(v, "ppl", x) for v, x in (("Fix", 150.0), ("R", 100.0), ("V", 98.0))]

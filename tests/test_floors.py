@@ -11,17 +11,18 @@ import torch
 from rouge_score import rouge_scorer
 
 from synthformer.data import ByteTokenizer, LMBatches
-from synthformer.floors import (floor_row, kn_bigram_logprobs, lm_floor, lm_pairs, majority_accuracy, mlm_floor,
-                                unigram_logprobs)
+from synthformer.floors import (TARGET_FLOOR, floor_row, kn_bigram_logprobs, kn_bigram_pair_logprobs, lm_floor,
+                                lm_pairs, majority_accuracy, mlm_floor, seq2seq_target_floor, unigram_logprobs)
 from synthformer.task_data import TaskData
 from synthformer.tasks import build_task, text_metrics
 
 TOK = ByteTokenizer()
 
 
-def literal_kn(train, pairs, V, d=0.75):
-    """Interpolated Kneser-Ney bigram, one probability at a time with dicts (the textbook formula)."""
-    bigrams = Counter(zip(train[:-1], train[1:]))
+def literal_kn(train, pairs, V, d=0.75, train_pairs=None):
+    """Interpolated Kneser-Ney bigram, one probability at a time with dicts (the textbook formula), fitted
+    on the adjacent pairs of the stream `train` (or on the list `train_pairs`)."""
+    bigrams = Counter(train_pairs if train_pairs is not None else zip(train[:-1], train[1:]))
     c_v, after, before = Counter(), defaultdict(set), defaultdict(set)
     for (v, w), c in bigrams.items():
         c_v[v] += c
@@ -109,14 +110,16 @@ def test_floor_row_of_every_task():
     pairs = [("one two three four five", "one two"), ("six seven eight", "six seven eight nine")]
     valid = [("a b c d e f", "a b c"), ("x y", "z")]
     summ = floor_row("seq2seq", _data("seq2seq", pairs, valid, seq_len=32), kind="seq2seq-summarization")
-    assert summ["name"] == "lead-3"  # mean train reference length: (2 + 4) / 2 words
-    assert summ["metrics"] == pytest.approx({k: v for k, v in text_metrics(["a b c", "x y"], ["a b c", "z"]).items()
-                                             if not k.endswith("_se")})
+    assert summ["names"]["rougeL"] == "lead-3"  # mean train reference length: (2 + 4) / 2 words
+    text = {k: v for k, v in text_metrics(["a b c", "x y"], ["a b c", "z"]).items() if not k.endswith("_se")}
+    assert {k: summ["metrics"][k] for k in text} == pytest.approx(text)
     mt = floor_row("seq2seq", _data("seq2seq", pairs, valid, seq_len=32))  # plain seq2seq data: copy
-    assert mt["name"] == "copy source" and mt["metrics"]["bleu"] == pytest.approx(
+    assert mt["names"]["bleu"] == "copy source" and mt["metrics"]["bleu"] == pytest.approx(
         sacrebleu.corpus_bleu(["a b c d e f", "x y"], [["a b c", "z"]]).score)
     dialogue = floor_row("seq2seq", _data("seq2seq", pairs + [("q", "one two")], valid, seq_len=32, source="chitchat"))
-    assert dialogue["name"] == "most frequent response"
+    assert dialogue["names"]["bleu"] == "most frequent response"
+    for row in (summ, mt, dialogue):  # every seq2seq row also holds the target-side bigram, named as such
+        assert row["names"]["ppl"] == TARGET_FLOOR and TARGET_FLOOR in row["name"] and row["metrics"]["ppl"] > 1
     scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
     assert dialogue["metrics"]["rougeL"] == pytest.approx(
         50.0 * sum(scorer.score(r, "one two")["rougeL"].fmeasure for r in ("a b c", "z")))
@@ -136,3 +139,64 @@ def test_floor_row_on_a_real_corpus_matches_the_literal_bigram():
     literal = literal_kn(data.encoded["train"].tolist(), list(zip(contexts.tolist(), targets.tolist())), TOK.vocab_size)
     assert row["metrics"]["ppl"] == pytest.approx(math.exp(-sum(literal) / len(literal)), rel=1e-9)
     assert row["metrics"]["ppl"] < row["metrics"]["unigram_ppl"]  # counting pairs beats counting tokens
+
+
+# ----------------------------------------------------------------------------- seq2seq target side
+S2S_TRAIN = [("a", "ab"), ("b", "bab"), ("c", "abba")]
+S2S_VALID = [("d", "ba"), ("e", "abc")]
+
+
+def test_seq2seq_target_floor_matches_the_literal_bigram_of_each_target():
+    data = _data("seq2seq", S2S_TRAIN, S2S_VALID, seq_len=8)
+    bos, eos = TOK.bos_id, TOK.eos_id
+
+    def pairs(items):  # (context, next token) inside each <bos> ids <eos>: <eos> predicted, <bos> not
+        out = []
+        for _, tgt in items:
+            seq = [bos] + list(tgt.encode()) + [eos]
+            out += list(zip(seq[:-1], seq[1:]))
+        return out
+
+    want = pairs(S2S_VALID)
+    assert len(want) == 3 + 4  # "ba" + <eos>, "abc" + <eos>
+    literal = literal_kn(None, want, TOK.vocab_size, train_pairs=pairs(S2S_TRAIN))
+    out = seq2seq_target_floor(data.encoded["train"], data.encoded["valid"], TOK.vocab_size)
+    assert out["eval_tokens"] == len(want)
+    assert out["ppl"] == pytest.approx(math.exp(-sum(literal) / len(literal)), rel=1e-12)
+    assert out["loss"] == pytest.approx(-sum(literal) / len(literal), rel=1e-12)
+    row = floor_row("seq2seq", data, kind="seq2seq-mt")
+    assert row["metrics"]["ppl"] == out["ppl"] and row["names"]["ppl"] == TARGET_FLOOR
+    # fitted per target: a bigram across two targets (<eos> then the next <bos>) is no training pair
+    stream = [t for _, tgt in data.encoded["train"] for t in tgt]
+    joined = literal_kn(stream, want, TOK.vocab_size)
+    assert out["ppl"] != pytest.approx(math.exp(-sum(joined) / len(joined)), rel=1e-6)
+
+
+class _BigramDecoder(torch.nn.Module):
+    """A 'seq2seq model' whose next-token logits are a fixed table's row of the previous target token."""
+
+    def __init__(self, table, pad_id):
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.as_tensor(table, dtype=torch.float32), requires_grad=False)  # (V, V)
+        self.config = SimpleNamespace(pad_id=pad_id)
+
+    def forward(self, src, tgt_in, src_padding_mask=None, tgt_padding_mask=None):
+        return self.table[tgt_in]  # (B, Lt, V)
+
+
+def test_seq2seq_target_floor_counts_the_tokens_the_teacher_forced_loss_counts():
+    """The floor's bigram, run as a model through the seq2seq task's own evaluation (padded, bucketed
+    batches), gives the floor's perplexity: the same targets, <eos> in, <bos> and padding out."""
+    train = [("x", "abcab"), ("y", "bca"), ("z", "cabbage")] * 3
+    valid = [("p", "cab"), ("q", "abacab"), ("r", "bb"), ("s", "a cab")]
+    data = _data("seq2seq", train, valid, seq_len=8)
+    V = TOK.vocab_size
+    floor = seq2seq_target_floor(data.encoded["train"], data.encoded["valid"], V)
+    train_v = [t for _, tgt in data.encoded["train"] for t in tgt[:-1]]  # (context, next) in each target
+    train_w = [t for _, tgt in data.encoded["train"] for t in tgt[1:]]
+    table = np.stack([kn_bigram_pair_logprobs(train_v, train_w, [v] * V, np.arange(V), V) for v in range(V)])
+    model = _BigramDecoder(table, TOK.pad_id)
+    batches = data.task.batches(data.encoded["valid"], TOK, 8, batch_size=3, shuffle=False)
+    metrics = data.task.evaluate(model, batches, TOK)
+    assert metrics["eval_tokens"] == floor["eval_tokens"]
+    assert metrics["ppl"] == pytest.approx(floor["ppl"], rel=1e-5)  # float32 logits
