@@ -43,7 +43,7 @@ lower is better, ``(B - A) / |B|`` when higher is better (positive = A worse):
    when any pair is, else *reproduced*; step 1 overrides all of it with *inconclusive*.
 
 4. *Proxy.* A claim with a proxy metric (``Claim.proxy``; the MT BLEU claims: ``ppl``, the
-   teacher-forced validation perplexity) whose own metric is *not learned* by step 1 is judged again,
+   teacher-forced perplexity, on the split the rows report) whose own metric is *not learned* by step 1 is judged again,
    steps 1-3, on the proxy: same subject, others, relation and threshold (relative gaps of the
    perplexity, lower is better; the paper printed no perplexity, so it is a proxy, not the claim),
    gated by the floor rows' proxy value (MT: the target-side Kneser-Ney bigram, `floors.
@@ -87,7 +87,7 @@ BESIDE_METRICS = ("tokens_per_s", "peak_bytes")  # read beside a row's "metrics"
 ANY_KIND = "*"  # a claim about speed holds for every task kind
 STATUSES = ("reproduced", "not reproduced", "inconclusive")
 # A claim's proxy metric (`Claim.proxy`) -> how its findings name it; (metric -> its name in a status)
-PROXY_LABELS = {"ppl": "teacher-forced validation ppl"}
+PROXY_LABELS = {"ppl": "teacher-forced ppl"}
 METRIC_TITLES = {"bleu": "BLEU", "rougeL": "ROUGE-L", "ppl": "PPL"}
 
 
@@ -624,7 +624,7 @@ def _judge(claim: Claim, rows: list[dict]) -> tuple[dict, bool] | None:
 
 def proxy_status(status: str, claim: Claim) -> str:
     """The status of a verdict reached on `claim`'s proxy, labelled so it never reads as one on its metric,
-    e.g. "reproduced (proxy: teacher-forced validation ppl; BLEU not learned)"."""
+    e.g. "reproduced (proxy: teacher-forced ppl; BLEU not learned)"."""
     return f"{status} (proxy: {PROXY_LABELS[claim.proxy]}; {_title(claim.metric)} not learned)"
 
 

@@ -396,7 +396,7 @@ def test_without_a_floor_row_bleu_claims_below_the_old_floor_are_inconclusive(fi
 
 
 # ----------------------------------------------------------------------------- MT: the perplexity proxy
-PROXY = "(proxy: teacher-forced validation ppl; BLEU not learned)"
+PROXY = "(proxy: teacher-forced ppl; BLEU not learned)"
 
 
 def mt_rows(bleu: dict, ppl: dict, ppl_se=None):
@@ -423,7 +423,7 @@ def mt_floor(bleu=4.5, ppl=100.0):
 def test_every_mt_bleu_claim_and_no_other_has_the_ppl_proxy():
     assert {c.name for c in C.CLAIMS if c.proxy} == {c.name for c in C.CLAIMS if "seq2seq-mt" in c.kinds
                                                      and c.metric == "bleu"}
-    assert all(c.proxy == "ppl" and "teacher-forced validation ppl" in c.rule() for c in C.CLAIMS if c.proxy)
+    assert all(c.proxy == "ppl" and "teacher-forced ppl" in c.rule() for c in C.CLAIMS if c.proxy)
     with pytest.raises(C.ClaimError, match="proxy='accuracy'"):
         C.Claim("x", "Table 2", ("seq2seq-mt",), "b", "bleu", False, "R", ("V",), "better", 0.0, proxy="accuracy")
 
@@ -442,11 +442,11 @@ def test_bleu_not_learned_is_judged_on_the_ppl_proxy(claim_name, ppl, verdict, d
     rows = mt_rows(bleu, ppl) + [mt_floor()]
     found = C.judge(claim, rows)
     assert found["status"] == f"{verdict} {PROXY}", found
-    assert found["metric"] == "ppl" and found["proxy"] == {"metric": "ppl", "label": "teacher-forced validation ppl",
+    assert found["metric"] == "ppl" and found["proxy"] == {"metric": "ppl", "label": "teacher-forced ppl",
                                                            "status": verdict}
     assert {v: s["mean"] for v, s in found["ours"].items()} == pytest.approx(ppl)
     assert found["note"].startswith("BLEU not learned: ")
-    assert ("the status is the proxy's: the teacher-forced validation ppl against the target-side KN bigram"
+    assert ("the status is the proxy's: the teacher-forced ppl against the target-side KN bigram"
             in found["note"])
     assert (direction in found["note"]) if direction else "beyond" not in found["note"]
     assert found["not_learned"]["metric"] == "bleu"  # the BLEU gate stays visible, with its numbers
@@ -465,7 +465,7 @@ def test_proxy_not_learned_either_leaves_the_bleu_finding_not_learned(ppl, floor
     found = C.judge(claim, mt_rows({"R": 1.0, "V": 1.2}, ppl) + [mt_floor(ppl=floor)])
     assert found["status"] == "inconclusive" and found["metric"] == "bleu" and "proxy" not in found
     assert found["note"].startswith("not learned: R 1, V 1.2 vs floor 4.5 (copy source; ")
-    assert (f"; proxy (teacher-forced validation ppl) not learned either: {failed} vs floor {floor:.4g} "
+    assert (f"; proxy (teacher-forced ppl) not learned either: {failed} vs floor {floor:.4g} "
             "(target-side KN bigram; a variant needs ppl < 76: 5% below it)") in found["note"]
 
 
@@ -499,7 +499,7 @@ def test_no_proxy_verdict_without_a_ppl_floor():
     rows = mt_rows({"R": 1.0, "V": 1.2}, {"R": 60.0, "V": 61.0})
     found = C.judge(claim, rows + [mt_floor(ppl=None)])  # a floor row computed before the target-side floor
     assert found["status"] == "inconclusive" and found["metric"] == "bleu"
-    assert found["note"].endswith("; no proxy verdict on the teacher-forced validation ppl: no floor row holds a ppl "
+    assert found["note"].endswith("; no proxy verdict on the teacher-forced ppl: no floor row holds a ppl "
                                   "to gate it (compute the floor again)")
 
 

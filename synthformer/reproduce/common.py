@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..claims import CLAIMS, STATUSES, evaluate, finding_line
+from ..claims import CLAIMS, evaluate, finding_line, status_rank
 from ..compare import DEFAULT_SEEDS, SMALL_EVAL, SMALL_EVAL_SEEDS, with_floor
 from ..errors import SynthformerError
 from ..integrity import atomic_write_text
@@ -220,8 +220,7 @@ def status_counts(claims: list[dict]) -> str:
     counts = {}
     for c in claims:
         counts[c["status"]] = counts.get(c["status"], 0) + 1
-    order = [*STATUSES, NOT_CHECKED] + [s for s in counts if s not in STATUSES and s != NOT_CHECKED]
-    return ", ".join(f"{counts[s]} {s}" for s in order if s in counts)
+    return ", ".join(f"{counts[s]} {s}" for s in sorted(counts, key=status_rank))
 
 
 def write_report(ctx: Context, spec: Spec, sections: list[Section], wall_s: float, images: list[str]) -> dict:

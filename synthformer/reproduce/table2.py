@@ -38,7 +38,7 @@ def grids(budget: str) -> list[Grid]:
                    "perplexity of the target verses, beside a floor row of both copy-source BLEU and the target-side "
                    "Kneser-Ney bigram PPL. While BLEU is not learned (at most 1 point above copying the source), each "
                    "claim is judged on that PPL instead, gated by the bigram floor, and its status says "
-                   "'(proxy: teacher-forced validation ppl; BLEU not learned)'.")
+                   "'(proxy: teacher-forced ppl; BLEU not learned)'.")
     lm = Grid("lm", "Language modelling: chitchat perplexity (stands in for LM1B)", "lm", "chitchat", VARIANTS,
               budget_train(budget, task="lm", data="chitchat", steps=lm_steps,
                            **per_budget(budget, {}, dict(seq_len=128), dict(seq_len=256))),
