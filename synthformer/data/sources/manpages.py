@@ -83,7 +83,7 @@ PARSER_VERSION = 2  # bump when `roff` or `read_pages` changes what they extract
 
 
 @functools.lru_cache(maxsize=1)
-def read_pages() -> tuple[tuple[str, str, str], ...]:
+def read_pages() -> tuple[tuple[str, str, str, str], ...]:
     """Every page that is not an alias: (page name, NAME line, DESCRIPTION text, whole text), by page name.
 
     Aliases are skipped: symbolic links and ``.so`` pages. DESCRIPTION is the section of that name
