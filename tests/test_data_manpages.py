@@ -144,3 +144,66 @@ def test_manpages_from_a_fresh_cache(tmp_path, monkeypatch):
     finally:
         manpages.read_pages.cache_clear()
         manpages.summary_pairs.cache_clear()
+
+
+def _windows_reference(text: str, window: int) -> list[str]:
+    """A slow literal `byte_windows`: whole characters added one by one until the next would pass the window."""
+    pieces, piece, size = [], "", 0
+    for ch in text:
+        n = len(ch.encode("utf-8"))
+        if size + n > window:
+            pieces.append((piece, size))
+            piece, size = "", 0
+        piece, size = piece + ch, size + n
+    pieces.append((piece, size))
+    if len(pieces) > 1 and pieces[-1][1] < window // 2:  # the last piece: only when at least half a window
+        pieces.pop()
+    return [p for p, _ in pieces]
+
+
+def test_byte_windows_match_a_literal_reference():
+    text = "ab\u00e9c\u20acd\U0001f600" * 7 + "xyz"  # 1- to 4-byte characters: many cuts fall inside one
+    for window in (4, 5, 7, 16, 1000):
+        got = manpages.byte_windows(text, window)
+        assert got == _windows_reference(text, window) and all(len(p.encode()) <= window for p in got)
+    assert manpages.byte_windows(text, 1000) == [text]
+    assert manpages.byte_windows("abcdefgh" + "ij", 8) == ["abcdefgh"]  # a tail under half a window is left out
+    assert manpages.byte_windows("abcdefgh" + "ijkl", 8) == ["abcdefgh", "ijkl"]
+    assert manpages.byte_windows("\u20ac\u20ac", 4) == ["\u20ac", "\u20ac"]  # the cut moved back to a sign's start
+
+
+def _sections(**kw):
+    _summ()  # fetched into the cache where not installed (or skipped)
+    return load_source("manpages-section", "classify", **kw)
+
+
+def test_manpages_section_windows_of_pages_split_by_page():
+    d = _sections()
+    assert d.meta["window"] == manpages.SECTION_WINDOW == 1023 and {"2", "3", "7"} <= set(d.meta["labels"])
+    assert "6" not in d.meta["labels"]  # one page: under MIN_SECTION_PAGES
+    assert len(d.test) >= 1000 and len(d.valid) >= 200  # LRA text's claims need >= 1,000 test items
+    ids = d.meta["ids"]
+    pages = {s: set(ids[s]) for s in ids}
+    assert not pages["train"] & pages["valid"] and not pages["train"] & pages["test"] and not pages["valid"] & pages["test"]
+    whole = {page: text for page, _, _, text in manpages.read_pages()}
+    for split in ("train", "valid", "test"):
+        items = getattr(d, split)
+        counts = {}
+        for page, (text, label) in zip(ids[split], items):
+            assert d.meta["labels"][label] == page.rsplit(".", 1)[-1][:1]  # the page's manual section
+            assert len(text.encode()) <= 1023 and text in whole[page]
+            counts[d.meta["labels"][label]] = counts.get(d.meta["labels"][label], 0) + 1
+        assert counts == d.meta["counts"][split]
+        assert max(counts.values()) / len(items) < 0.6  # no class is most of a split
+    # a page's windows are its whole text (every section, headings included) in order
+    where = next(s for s in ids if "open.2" in ids[s])
+    texts = [t for page, (t, _) in zip(ids[where], getattr(d, where)) if page == "open.2"]
+    assert texts[0].startswith("NAME\nopen, openat, creat - open and possibly create a file\nLIBRARY")
+    assert "".join(texts) == whole["open.2"][:len("".join(texts))] and len(texts) > 10
+    small = _sections(window=4095, max_examples=100, seed=1)
+    assert len(small.train) == 100 and len(small.test) == 10
+    assert max(len(t.encode()) for t, _ in small.train) > 4000
+    with pytest.raises(DataError, match="window must be an integer"):
+        _sections(window=0)
+    with pytest.raises(DataError, match="unknown manpages-section option"):
+        _sections(windows=3)

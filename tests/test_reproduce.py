@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import re
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,7 @@ from synthformer.claims import CLAIMS
 from synthformer.data.sources import SOURCES, load_source
 from synthformer.reproduce import names
 from synthformer.reproduce.common import BUDGET_TRAIN
-from synthformer.reproduce.lra import write_text_data
+from synthformer.reproduce import lra
 
 from conftest import run_in_process
 
@@ -224,17 +225,46 @@ def test_publish_and_index_list_every_claim_and_what_was_not_run(tmp_path):
     assert cells and f"`grids/table7-cpu`: sentiment {cells} cells, topic {cells} cells" in (out / "README.md").read_text()
 
 
-def test_manpages_summarization_and_section_loaders_on_real_pages(tmp_path):
+def test_manpages_summarization_loader_on_real_pages():
     s = load_source("manpages-summ", "seq2seq")
     assert len(s.train) > 500 and all(src and tgt for src, tgt in s.train[:50])
-    counts = write_text_data(tmp_path / "sec")
-    assert {"1", "2", "3"} <= set(counts) and sum(counts.values()) > 500
-    rows = [json.loads(x) for x in (tmp_path / "sec" / "train.jsonl").read_text().splitlines()]
-    assert len(rows) == sum(counts.values())
-    # the split is manpages-summ's (by page name): no description in two splits
-    valid = {json.loads(x)["text"] for x in (tmp_path / "sec" / "valid.jsonl").read_text().splitlines()}
-    assert valid and not valid & {r["text"] for r in rows}
-    assert max(len(r["text"].encode()) for r in rows) > 4096  # long documents for byte-level LRA text
+
+
+def _encoded_lengths(grid, **over):
+    """Lengths of the grid's examples as its classify task encodes them with a CLS token (nothing cut)."""
+    from synthformer.data import build_tokenizer, encode_labelled
+
+    t = grid.train
+    data = load_source(t["data"], "classify", max_examples=t.get("max_examples"), **{**t["data_options"], **over})
+    tok = build_tokenizer(t["tokenizer"], [x for x, _ in data.train])
+    return data, {split: [len(ids) for ids, _ in encode_labelled(getattr(data, split), tok, add_bos=True)]
+                  for split in ("train", "valid", "test")}
+
+
+def test_lra_cpu_listops_trees_fit_the_model():
+    listops = lra.grids("cpu", Path("out"))[0]
+    seq_len = listops.train["seq_len"]
+    assert listops.key == "listops" and seq_len == listops.model["max_seq_len"] == 1024
+    assert listops.train["data_options"]["num_test"] == 2000  # LRA's test size
+    data, lengths = _encoded_lengths(listops, num_train=60, num_valid=5, num_test=5)  # the grid's lengths, fewer trees
+    every = [n for split in lengths.values() for n in split]
+    assert max(every) <= seq_len  # with the CLS token: no tree is cut
+    assert min(every) > 500 + 1 and max(every) > 900  # LRA's minimum kept; the room up to the model's length used
+    assert "cut to" not in listops.note and "501-1023 symbols" in listops.note
+    assert lra.listops_lengths(32) == {"min_length": 16, "max_length": 32}
+    assert lra.listops_lengths(2048) == {"min_length": 500, "max_length": 2000}  # LRA's own bounds
+
+
+def test_lra_cpu_text_windows_fit_the_model_with_1000_test_items():
+    text = lra.grids("cpu", Path("out"))[1]
+    assert (text.key, text.kind, text.train["data"]) == ("text", "lra-text", "manpages-section")
+    data, lengths = _encoded_lengths(text)
+    assert max(n for split in lengths.values() for n in split) <= text.train["seq_len"] == 1024
+    assert len(data.test) >= 1000
+    test_labels = [y for _, y in data.test]
+    assert max(test_labels.count(y) for y in set(test_labels)) / len(test_labels) < 0.6
+    line = lra.text_counts(text)
+    assert f"test {len(data.test):,} (" in line and "The test split's largest section is 3" in line
 
 
 def test_sentence_pair_loader_on_real_bible_text():

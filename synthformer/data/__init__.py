@@ -6,7 +6,7 @@
     batches = LMBatches(encode_lm(splits.train, tok), seq_len=128, batch_size=16)
 
 Sources (`list_sources()`): chitchat (default; PyPI), bible-en-es, bible-kjv, bible-web, fortunes,
-fashion-mnist, manpages-summ, bible-paraphrase (Debian packages: fetch once with `python -m synthformer.data prepare NAME`) and
+fashion-mnist, manpages-summ, manpages-section, bible-paraphrase (Debian packages: fetch once with `python -m synthformer.data prepare NAME`) and
 listops (generated). See `sources` (one module per corpus behind one registry), `files`,
 `tokenizer` and `batching` for the details.
 """

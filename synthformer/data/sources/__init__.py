@@ -44,6 +44,7 @@ SOURCES: dict[str, Source] = {
     "listops": listops.LISTOPS,
     "listops-lra": listops.LISTOPS_LRA,
     "manpages-summ": manpages.MANPAGES_SUMM,
+    "manpages-section": manpages.MANPAGES_SECTION,
 }
 DEFAULT_SOURCE = "chitchat"
 

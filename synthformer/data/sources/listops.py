@@ -186,7 +186,10 @@ def load(task, max_examples, seed, **options):
 def load_lra(task, max_examples, seed, **options):
     """ListOps at the LRA paper's sizes: lengths 500..2000 tokens, depth 10, up to 10 arguments,
     96k/2k/2k examples (`listops.LRA`; options and ``max_examples`` as for ``listops``). Large sets
-    are generated once (minutes) and cached in the data cache folder. Use ``tokenizer: word``."""
+    are generated once (minutes) and cached in the data cache folder. Use ``tokenizer: word``. A tree
+    of length n is n word tokens; a model shorter than LRA's trees takes them generated to fit, e.g.
+    ``max_length=1024`` for 1,024 tokens with a CLS token (`synthformer.reproduce.lra.listops_lengths`),
+    rather than cut (the answer depends on the whole tree)."""
     cfg, splits = _configured("listops-lra", LRA, max_examples, seed, options)
     return splits, {"labels": LABELS, "config": vars(cfg), "split": "generated; disjoint expressions"}
 

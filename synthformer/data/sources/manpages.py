@@ -1,6 +1,26 @@
-"""Summarization from the Linux manual pages (Debian `manpages` + `manpages-dev`, free licences):
-each page's DESCRIPTION section -> the one-line summary of its NAME section ("open, openat, creat
-\\- open and possibly create a file" -> "open and possibly create a file").
+"""Two tasks from the Linux manual pages (Debian `manpages` + `manpages-dev`, free licences):
+
+- ``manpages-summ``, summarization: each page's DESCRIPTION section -> the one-line summary of its
+  NAME section ("open, openat, creat \\- open and possibly create a file" -> "open and possibly
+  create a file").
+- ``manpages-section``, byte-level classification (the stand-in for LRA's byte-level IMDB): a window
+  of a page's bytes -> the page's manual section (`load_sections`).
+
+Why windows of whole pages, split by page (measured on manpages 6.03, Debian bookworm): the two
+packages hold 1,100 pages that are not aliases, so whole pages as items give at most ~1,100 items
+(with DESCRIPTION -> section and the 90/5/5 split, 52 test items: one item was 2 points). Their
+DESCRIPTIONs hold 3.1 MB (~3,000 windows of 1 KB: 1,000 test items would take a third of the pages);
+the whole pages (every section, headings included) 5.5 MB. Cut into 1,023-byte windows (a 1,024-token
+model with its CLS slot) with pages split 60/10/30 (LRA's IMDB is 50/50 train/test), that is
+3,314 / 500 / 1,711 items from 659 / 110 / 330 pages; the largest section is 37% of the training
+items (2, system calls) and 34% of the test items (3, library functions), so no class dominates and
+no cap is needed. Windows of one page share its label and style, so the items are not independent: the test
+split has 330 pages behind its 1,711 windows. At 4,095-byte windows (the gpu budget's 4K) the pages
+give 1,765 windows in all and 537 test items: 1,000 would take over half the pages, so at 4K the
+test split stays under 1,000. The other long real text reachable here, the Bible (genre from a
+chapter: 1,189 chapters, 4.1 MB per translation), has about as many independent documents and would
+be a new task beside the grids' other Bible data; the sentiment sentences and fortunes are under 200
+bytes.
 
 The roff source is read with `synthformer.data.roff` (no groff needed). Pages are taken from the
 package's own file list: system-wide when dpkg lists them and every listed file is there (Docker
@@ -14,6 +34,7 @@ import gzip
 import json
 import os
 import re
+from collections import Counter
 from pathlib import Path
 
 from .. import roff
@@ -58,15 +79,16 @@ def page_name(path: Path) -> str:
     return path.name[:-3] if path.name.endswith(".gz") else path.name
 
 
-PARSER_VERSION = 1  # bump when `roff` or `read_pages` changes what they extract: the cache is keyed on it
+PARSER_VERSION = 2  # bump when `roff` or `read_pages` changes what they extract: the cache is keyed on it
 
 
 @functools.lru_cache(maxsize=1)
-def read_pages() -> tuple[tuple[str, str, str], ...]:
-    """Every page that is not an alias: (page name, NAME line, DESCRIPTION text), by page name.
+def read_pages() -> tuple[tuple[str, str, str, str], ...]:
+    """Every page that is not an alias: (page name, NAME line, DESCRIPTION text, whole text), by page name.
 
     Aliases are skipped: symbolic links and ``.so`` pages. DESCRIPTION is the section of that name
-    (or one containing it, as "SYNOPSIS AND DESCRIPTION"); pages without one are skipped.
+    (or one containing it, as "SYNOPSIS AND DESCRIPTION"); pages without one are skipped. The whole
+    text is every section in page order, each as its heading on a line of its own and its text.
     Parsed once (seconds) and kept as JSON in ``<cache>/manpages/``, keyed by the files' names,
     sizes and times and `PARSER_VERSION`.
     """
@@ -89,7 +111,8 @@ def read_pages() -> tuple[tuple[str, str, str], ...]:
         secs = roff.sections(text)
         desc = secs.get("DESCRIPTION") or next((v for k, v in secs.items() if "DESCRIPTION" in k), "")
         if secs.get("NAME") and desc:
-            out.append((page_name(file), secs["NAME"], desc))
+            whole = "\n".join(f"{head}\n{body}" for head, body in secs.items())
+            out.append((page_name(file), secs["NAME"], desc, whole))
     out.sort()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -112,7 +135,7 @@ def summary_pairs() -> tuple[tuple[tuple[str, str, str], ...], dict]:
     """
     kept, seen_summ, seen_desc = [], set(), set()
     dropped = {"no_summary": 0, "tiny": 0, "pointer": 0, "duplicate_summary": 0, "duplicate_description": 0}
-    for page, name_line, desc in read_pages():
+    for page, name_line, desc, _ in read_pages():
         parts = _NAME_SPLIT.split(name_line, maxsplit=1)
         summary = parts[1].strip() if len(parts) == 2 else ""
         n_words = len(desc.split())
@@ -165,6 +188,65 @@ def _lead(text: str, max_words: int | None) -> str:
     return "\n".join(p for p in out if p)
 
 
+# ----------------------------------------------------------------------------- byte-level section task
+SECTION_FRACTIONS = (0.6, 0.1, 0.3)  # train, valid, test share of the pages (LRA's IMDB: 50/50 train/test)
+SECTION_WINDOW = 1023  # bytes per item by default: a 1,024-token model with room for a CLS token
+MIN_SECTION_PAGES = 5  # manual sections with fewer pages are left out (section 6: one page)
+
+
+def page_section(page: str) -> str:
+    """"3" for "printf.3" and "EOF.3const": the manual section (one digit) of a page name."""
+    return page.rsplit(".", 1)[-1][:1]
+
+
+def byte_windows(text: str, window: int) -> list[str]:
+    """`text` cut into consecutive pieces of at most `window` UTF-8 bytes (`window` >= 4), from its
+    start, each cut moved back to a character's start (no character is split or lost); the last piece
+    is kept only when it holds at least half a window or is the only one."""
+    data = text.encode("utf-8")
+    out, start = [], 0
+    while start < len(data):
+        end = min(start + window, len(data))
+        while end < len(data) and data[end] & 0xC0 == 0x80:  # a UTF-8 continuation byte: not a start
+            end -= 1
+        if out and end == len(data) and end - start < window // 2:
+            break
+        out.append(data[start:end].decode("utf-8"))
+        start = end
+    return out
+
+
+def load_sections(task, max_examples, seed, window: int = SECTION_WINDOW, **options):
+    """Byte-level classification: a window of `window` bytes of a page's whole text (every section,
+    headings included) -> the page's manual section (the labels are the sections with at least
+    `MIN_SECTION_PAGES` pages, e.g. "2", "3", "7"). Pages are split 60/10/30 by SHA-1 of the page
+    name, then cut into windows (`byte_windows`), so no page has windows in two splits.
+    ``meta["ids"]`` holds each item's page name, ``meta["counts"]`` the items per split and label.
+    Encode with the ``byte`` tokenizer: an item is at most `window` tokens."""
+    if options:
+        raise DataError(f"unknown manpages-section option(s) {sorted(options)}; valid: ['window']")
+    if not isinstance(window, int) or isinstance(window, bool) or window < 16:
+        raise DataError(f"manpages-section window must be an integer number of bytes >= 16, got {window!r}")
+    pages = [(page, whole) for page, _, _, whole in read_pages() if page_section(page).isdigit()]
+    per_section = Counter(page_section(page) for page, _ in pages)
+    labels = sorted(sec for sec, n in per_section.items() if n >= MIN_SECTION_PAGES)
+    pages = [(page, whole) for page, whole in pages if page_section(page) in labels]
+    splits = []
+    for split in split_by_hash(pages, [page for page, _ in pages], SECTION_FRACTIONS):
+        splits.append([(page, (piece, labels.index(page_section(page))))
+                       for page, whole in split for piece in byte_windows(whole, window)])
+    splits = capped(tuple(splits), max_examples, seed)
+    names = ("train", "valid", "test")
+    counts = {name: dict(sorted(Counter(labels[y] for _, (_, y) in s).items())) for name, s in zip(names, splits)}
+    meta = {"labels": labels, "window": window, "packages": list(PACKAGES), "counts": counts,
+            "split": "60/10/30 by SHA-1 of page name (e.g. 'open.2'), then windows of each page",
+            "ids": {name: [page for page, _ in s] for name, s in zip(names, splits)}}
+    return tuple([item for _, item in s] for s in splits), meta
+
+
 MANPAGES_SUMM = Source(load, ("seq2seq",),
                        "Linux man pages: DESCRIPTION -> one-line NAME summary (Debian manpages, manpages-dev)",
                        PACKAGES, installed, "synthformer data prepare manpages-summ")
+MANPAGES_SECTION = Source(load_sections, ("classify",),
+                          "Linux man pages: a byte window of a page -> its manual section (Debian manpages, manpages-dev)",
+                          PACKAGES, installed, "synthformer data prepare manpages-section")
