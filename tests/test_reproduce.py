@@ -167,14 +167,14 @@ def test_smoke_end_to_end(tmp_path, name):
         assert {p: p.stat().st_mtime_ns for p in out.glob("*/*/done.json")} == mtimes
         assert (out / "results.json").exists()
         # a folder run with other settings (a budget whose steps changed since) is refused, not reused
-        settings = json.loads((out / "mt" / "settings.json").read_text())
+        settings = json.loads((out / "lm" / "settings.json").read_text())
         assert settings["train"]["steps"] == 2 and settings["variants"][0] == "V"
         settings["train"]["steps"] = 400
-        (out / "mt" / "settings.json").write_text(json.dumps(settings))
+        (out / "lm" / "settings.json").write_text(json.dumps(settings))
         code, _, err = reproduce(name, "--budget", "smoke", "--out", out)
         assert code == 2 and err.count("\n") == 1
-        assert "mt was run with other settings: train.steps 400 (now 2); rerun with those settings or choose" in err
-        (out / "mt" / "settings.json").unlink()  # results from before settings were recorded: refused too
+        assert "lm was run with other settings: train.steps 400 (now 2); rerun with those settings or choose" in err
+        (out / "lm" / "settings.json").unlink()  # results from before settings were recorded: refused too
         code, _, err = reproduce(name, "--budget", "smoke", "--out", out)
         assert code == 2 and "holds results without the settings.json they were made with" in err
 
