@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..prepare import DataError, DataFileNotFoundError, SourceNotInstalledError, fetch_debian_package
 from ..prepare import cache_dir as data_cache_dir
-from . import bible, chitchat, fashion_mnist, fortunes, listops, manpages, sentiment
+from . import bible, chitchat, debian_descriptions, fashion_mnist, fortunes, listops, manpages, sentiment
 from .base import SPLIT_FRACTIONS, TASKS, DataSplits, Source, SourceInfo, split_by_hash
 from .user_files import load_user
 
@@ -45,6 +45,7 @@ SOURCES: dict[str, Source] = {
     "listops-lra": listops.LISTOPS_LRA,
     "manpages-summ": manpages.MANPAGES_SUMM,
     "manpages-section": manpages.MANPAGES_SECTION,
+    "debian-descriptions": debian_descriptions.DEBIAN_DESCRIPTIONS,
 }
 DEFAULT_SOURCE = "chitchat"
 
