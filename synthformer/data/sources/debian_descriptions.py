@@ -134,9 +134,9 @@ def long_description(continuation: list[str]) -> str:
 
 
 def _split_description(value: str) -> tuple[str, str]:
-    """(synopsis, long description) of a Description field value."""
+    """(synopsis, long description) of a Description field value (the synopsis's spaces collapsed)."""
     first, *rest = value.split("\n")
-    return first.strip(), long_description(rest)
+    return " ".join(first.split()), long_description(rest)
 
 
 def read_entries(packages: list[Path], translations: list[Path], helper: Path | None = APT_HELPER) -> list[Entry]:
