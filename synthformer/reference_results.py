@@ -121,7 +121,8 @@ TASK_KINDS = ("lm", "mlm", "seq2seq", "seq2seq-mt", "seq2seq-dialogue", "seq2seq
 DATA_KINDS = {("seq2seq", "bible-en-es"): "seq2seq-mt", ("seq2seq", "chitchat"): "seq2seq-dialogue",
               ("classify", "fortunes"): "classify-topic", ("classify", "sentiment"): "classify-sentiment",
               ("classify", "listops"): "lra-listops", ("classify", "listops-lra"): "lra-listops",
-              ("classify", "fashion-mnist"): "lra-image", ("seq2seq", "manpages-summ"): "seq2seq-summarization"}
+              ("classify", "fashion-mnist"): "lra-image", ("seq2seq", "manpages-summ"): "seq2seq-summarization",
+              ("seq2seq", "debian-descriptions"): "seq2seq-summarization"}
 
 
 def task_kind(task: str, data: str) -> str:

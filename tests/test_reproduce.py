@@ -230,6 +230,23 @@ def test_manpages_summarization_loader_on_real_pages():
     assert len(s.train) > 500 and all(src and tgt for src, tgt in s.train[:50])
 
 
+def test_table3_cpu_summarization_fits_the_model_with_1000_test_items():
+    from synthformer.data import build_tokenizer
+    from synthformer.reproduce import table3
+
+    summ = table3.grids("cpu")[0]
+    t = summ.train
+    assert (summ.key, summ.kind, t["data"]) == ("summarization", "seq2seq-summarization", "debian-descriptions")
+    assert t["seq_len"] == summ.model["max_seq_len"] == 128 and t["data_options"] == {"max_words": 64}
+    data = load_source(t["data"], "seq2seq", **t["data_options"])
+    assert len(data.test) >= 1000 and len(data.train) > 20_000
+    tok = build_tokenizer(t.get("tokenizer", "bpe"), [x for pair in data.train[:5000] for x in pair],
+                          vocab_size=t["vocab_size"])  # a fifth of train: the grid's vocabulary, seconds
+    src = [len(tok.encode(x)) for x, _ in data.test]
+    assert sum(n <= t["seq_len"] for n in src) / len(src) > 0.75  # most leads whole (the SPEC: 84%)
+    assert max(len(tok.encode(y)) for _, y in data.test) < t["seq_len"]  # no synopsis cut
+
+
 def _encoded_lengths(grid, **over):
     """Lengths of the grid's examples as its classify task encodes them with a CLS token (nothing cut)."""
     from synthformer.data import build_tokenizer, encode_labelled
