@@ -3,10 +3,12 @@ models whose self-attention is V, R, D, D+V or R+V (cross-attention vanilla).
 
 Summarization reads `debian-descriptions`: a Debian package's long description -> its one-line synopsis
 (apt's index of one release; `synthformer data prepare debian-descriptions` fetches it). Measured on
-bookworm's index (main, -updates, -security; 2026-11-25): 48,640 / 2,550 / 2,808 train / valid / test
-pairs, split by source package so sibling packages never straddle two splits; a median description of
-49 words and synopsis of 6 words; the lead-7 floor (the floor row's lead-k) scores ROUGE-L 25.9 on the
-test split. It replaced `manpages-summ` (941 training pairs: too few to learn from, issue 18).
+bookworm's index (main's Release of 2026-07-11, -updates and -security of 2026-11-25; another date gives
+slightly other counts, and the data's `meta["index"]` names the files and dates): 48,640 / 2,550 / 2,808
+train / valid / test pairs, split by source package so sibling packages never straddle two splits; a
+median description of 49 words and synopsis of 6 words; the lead-7 floor (the floor row's lead-k) scores
+ROUGE-L 25.9 on the whole test split. It replaced `manpages-summ` (941 training pairs: too few to learn
+from, issue 18).
 
 The seq2seq task scores BLEU, chrF and ROUGE-L on the validation split (the claims are judged on
 those); this module also decodes the test split with every trained model and scores ROUGE-1, ROUGE-2

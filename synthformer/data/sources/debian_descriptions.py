@@ -241,14 +241,13 @@ def fetch(folder: Path) -> Path:
 
 
 def _release_dates(files: list[Path]) -> dict[str, str]:
-    """{suite file prefix: the Date of its InRelease/Release file} for the folders of `files`."""
+    """{suite (the file name up to "_dists_SUITE"): the Date of its InRelease or Release file}."""
     out = {}
-    for prefix in sorted({p.name.split("_main_")[0].split("_binary-")[0] for p in files}):
-        for name in (f"{prefix}_InRelease", f"{prefix}_Release"):
-            release = files[0].parent / name
+    for suite in sorted({m.group(1) for p in files if (m := re.match(r"(.*?_dists_[^_]+)_", p.name))}):
+        for release in (files[0].parent / f"{suite}_InRelease", files[0].parent / f"{suite}_Release"):
             if release.exists():
                 date = re.search(r"^Date: (.*)$", release.read_text(encoding="utf-8", errors="replace"), re.M)
-                out[prefix] = date.group(1).strip() if date else "?"
+                out[suite] = date.group(1).strip() if date else "?"
                 break
     return out
 
@@ -274,6 +273,9 @@ def pairs() -> tuple[tuple[Entry, ...], dict, dict]:
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = [[e.package, e.source, e.synopsis, e.text] for e in kept]
     atomic_write_text(path, json.dumps([rows, dropped, info], ensure_ascii=False))
+    for stale in path.parent.glob("pairs-*.json"):  # parses of an older index
+        if stale != path:
+            stale.unlink(missing_ok=True)
     return tuple(kept), dropped, info
 
 
