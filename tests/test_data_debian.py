@@ -29,7 +29,7 @@ Description:   Alpha does   things
    * first item
    * second item
  .
- Last paragraph here.
+ Last  paragraph   here.
 Tag: role::program,
  use::testing
 Homepage: https://example.org

@@ -56,7 +56,7 @@ SYSTEM_LISTS = Path("/var/lib/apt/lists")
 CACHE_LISTS = "apt-lists"  # below the data cache: where `prepare` has apt-get update write
 APT_HELPER = Path("/usr/lib/apt/apt-helper")
 MIN_WORDS = 20  # long descriptions with fewer words are dropped (transitional / dummy packages)
-PARSER_VERSION = 1  # bump when the parsing or cleaning changes: the parsed cache is keyed on it
+PARSER_VERSION = 2  # bump when the parsing or cleaning changes: the parsed cache is keyed on it
 _COMPRESSED = r"(?:\.(?:gz|xz|lz4|bz2|zst|lzma))?$"
 _PACKAGES = re.compile(r"_Packages" + _COMPRESSED)
 _TRANSLATION = re.compile(r"_i18n_Translation-en" + _COMPRESSED)
@@ -115,7 +115,7 @@ def stanzas(text: str) -> Iterator[dict[str, str]]:
 def long_description(continuation: list[str]) -> str:
     """The long description of a Description field's continuation lines (each with its leading
     space): " ." breaks paragraphs, lines starting with two spaces stay verbatim (own line),
-    others are wrapped text joined with spaces. Paragraphs and verbatim lines joined by newlines."""
+    others are wrapped text joined with spaces (runs of spaces collapsed). Paragraphs and verbatim lines joined by newlines."""
     out: list[str] = []
     para: list[str] = []
     for line in continuation:
@@ -128,7 +128,7 @@ def long_description(continuation: list[str]) -> str:
             out.append(" ".join(body.split()))
             para = []
         else:
-            para.append(body.strip())
+            para.append(" ".join(body.split()))
     out.append(" ".join(para))
     return "\n".join(p for p in out if p)
 
