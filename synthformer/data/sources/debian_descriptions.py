@@ -34,8 +34,8 @@ so sibling binaries of one source, which share most of their text, never straddl
 """
 from __future__ import annotations
 
-import functools
 import bz2
+import functools
 import gzip
 import json
 import lzma
