@@ -48,3 +48,16 @@ def one_line_error(code: int, err: str, *needles: str) -> None:
     lines = [line for line in err.strip().splitlines() if line.strip()]
     assert code == 2 and "Traceback" not in err, err[-2000:]
     assert any(all(n in line for n in needles) for line in lines), err[-2000:]
+
+
+def ensure_source(name: str) -> None:
+    """Fetch registry source `name` when it is not here yet (`synthformer data prepare NAME`: e.g. apt's
+    index with English descriptions, which a fresh machine lacks); skip the test when it cannot be had."""
+    from synthformer.data.prepare import SourceNotInstalledError
+    from synthformer.data.sources import SOURCES, prepare_source
+
+    if not SOURCES[name].installed():
+        try:
+            prepare_source(name)
+        except SourceNotInstalledError as e:
+            pytest.skip(f"data source {name} cannot be had here: {str(e).splitlines()[0]}")

@@ -7,7 +7,9 @@ import statistics
 
 import pytest
 
-from synthformer.data import DataError, SourceNotInstalledError, load_source, prepare_source
+from conftest import ensure_source
+
+from synthformer.data import DataError, SourceNotInstalledError, load_source
 from synthformer.data.sources import SOURCES
 from synthformer.data.sources import debian_descriptions as dd
 from synthformer.data.sources.base import split_by_hash
@@ -164,11 +166,7 @@ def test_load_from_a_lists_folder(tmp_path, monkeypatch):
 
 
 def _real(**kw):
-    if not SOURCES["debian-descriptions"].installed():
-        try:
-            prepare_source("debian-descriptions")
-        except SourceNotInstalledError as e:
-            pytest.skip(f"apt's index cannot be had here: {e}")
+    ensure_source("debian-descriptions")
     return load_source("debian-descriptions", **kw)
 
 

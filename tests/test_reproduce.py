@@ -17,7 +17,7 @@ from synthformer.reproduce import names
 from synthformer.reproduce.common import BUDGET_TRAIN
 from synthformer.reproduce import lra
 
-from conftest import run_in_process
+from conftest import ensure_source, run_in_process
 
 NAMES = ("table2", "table3", "table4", "table5", "table7", "figures", "lra")
 STATUS = re.compile(r"\*\*(reproduced|not reproduced|inconclusive|not checked|drawn|not available)\*\*")
@@ -94,6 +94,8 @@ def _check_report(out, name):
 
 @pytest.mark.parametrize("name", ["table2", "table3", "table4", "table5", "table7", "lra"])
 def test_smoke_end_to_end(tmp_path, name):
+    for source in names()[name].SPEC.sources:
+        ensure_source(source)
     out = tmp_path / name
     code, _, err = reproduce(name, "--budget", "smoke", "--out", out)
     assert code == 0, err
@@ -238,6 +240,7 @@ def test_table3_cpu_summarization_fits_the_model_with_1000_test_items():
     t = summ.train
     assert (summ.key, summ.kind, t["data"]) == ("summarization", "seq2seq-summarization", "debian-descriptions")
     assert t["seq_len"] == summ.model["max_seq_len"] == 128 and t["data_options"] == {"max_words": 64}
+    ensure_source(t["data"])
     data = load_source(t["data"], "seq2seq", **t["data_options"])
     assert len(data.test) >= 1000 and len(data.train) > 20_000
     tok = build_tokenizer(t.get("tokenizer", "bpe"), [x for pair in data.train[:5000] for x in pair],
