@@ -24,10 +24,12 @@ lower is better, ``(B - A) / |B|`` when higher is better (positive = A worse):
 
    * two or more seeds shared by A and B: per-seed gaps ``g_i`` (a seed's data order is common to
      both, so its swing cancels); ``gap = mean(g_i)``, half-width
-     ``t95(n - 1) * sqrt(sd(g_i)^2 / n + se_item^2)``;
+     ``sqrt((t95(n - 1) * sd(g_i) / sqrt(n))^2 + (1.96 * se_item)^2)``: each source of noise with its
+     own quantile, as `stats.combine` (the item error is not estimated from the seeds, so a t with
+     n - 1 degrees of freedom does not apply to it);
    * two or more seeds of each, not shared: gap of the means, half-width
-     ``t95(min(n_A, n_B) - 1) * sqrt(var)``, ``var`` = the delta-method variance of the ratio from
-     ``sd_A^2 / n_A``, ``sd_B^2 / n_B`` and the item errors;
+     ``sqrt((t95(min(n_A, n_B) - 1) * sqrt(var))^2 + (1.96 * se_item)^2)``, ``var`` = the delta-method
+     variance of the ratio from ``sd_A^2 / n_A`` and ``sd_B^2 / n_B``;
    * fewer than two seeds on a side: half-width ``max(1.96 * sqrt(var), SINGLE_SEED_MARGIN)`` -- one
      seed cannot show the training noise, so never narrower than 5%; item errors widen it.
 
@@ -515,20 +517,23 @@ def pair_gap(lower_is_better: bool, a_runs: list, b_runs: list) -> Gap:
         gaps = [rel(a, b) for a, _, b, _ in shared]
         item = _item_var([(a, sa, b, sb) for a, sa, b, sb in shared])
         n = len(gaps)
-        mean, half = statistics.fmean(gaps), t95(n - 1) * math.sqrt(statistics.variance(gaps) / n + item)
+        # each source of noise with its own quantile, as stats.combine: t over the seeds, normal for the
+        # items (a t with n - 1 degrees of freedom on the item part would widen it 2x at 3 seeds for nothing)
+        mean = statistics.fmean(gaps)
+        half = math.hypot(t95(n - 1) * math.sqrt(statistics.variance(gaps) / n), Z95 * math.sqrt(item))
         return Gap(mean, mean - half, mean + half, "paired seeds")
     a_vals, b_vals = [v for _, v, _ in a_runs], [v for _, v, _ in b_runs]
     a, b = statistics.fmean(a_vals), statistics.fmean(b_vals)
     ref = abs(b) or 1.0
     var_a = statistics.variance(a_vals) / len(a_vals) if len(a_vals) > 1 else 0.0
     var_b = statistics.variance(b_vals) / len(b_vals) if len(b_vals) > 1 else 0.0
-    var = _ratio_var(a, ref, var_a, var_b) + _item_var(
-        [(a, _mean_se(a_runs), b, _mean_se(b_runs))])
+    seeds = _ratio_var(a, ref, var_a, var_b)
+    item = _item_var([(a, _mean_se(a_runs), b, _mean_se(b_runs))])
     gap = rel(a, b)
     if len(a_vals) > 1 and len(b_vals) > 1:
-        half = t95(min(len(a_vals), len(b_vals)) - 1) * math.sqrt(var)
+        half = math.hypot(t95(min(len(a_vals), len(b_vals)) - 1) * math.sqrt(seeds), Z95 * math.sqrt(item))
         return Gap(gap, gap - half, gap + half, "unpaired seeds")
-    half = max(Z95 * math.sqrt(var), SINGLE_SEED_MARGIN)
+    half = max(Z95 * math.sqrt(seeds + item), SINGLE_SEED_MARGIN)
     return Gap(gap, gap - half, gap + half, "one seed")
 
 
