@@ -11,7 +11,7 @@ SPEC = Spec(
     reproduces="Table 7: encoding-only classification, AG News and IMDB accuracy (V, Linformer, FR, FR+V; k=32)",
     data="fortunes (topic: 25 topical fortune-file classes, de-duplicated) for AG News; sentiment (10.6k movie-review sentences) for IMDB",
     variants=", ".join(VARIANTS),
-    minutes={"smoke": "< 1 min", "cpu": "~9 min", "gpu": "~1 h"},
+    minutes={"smoke": "< 1 min", "cpu": "~47 min (3 seeds and the sweep)", "gpu": "~1 h"},
     seeds={"smoke": 1, "cpu": None, "gpu": None},
     sources=("fortunes", "sentiment"),
     tables=("Table 7",),
