@@ -11,7 +11,8 @@ The run folder (`--out`, default runs/compare-<timestamp>) records the settings 
 baseline of the data: `synthformer.floors`), ``table.md``, ``curves.png`` and, last,
 ``results.json`` (rows with per-seed results, 95% intervals, the tuned values and the resolved
 configs, and the floor row). Running the same command again with the same ``--out`` continues:
-finished runs are reused, an interrupted one resumes from its last checkpoint; the same ``--out``
+finished runs are reused (from their folder, or from their cell ``cells/<run>.json``, which every
+finished run leaves: `synthformer.cells`), an interrupted one resumes from its last checkpoint; the same ``--out``
 with other settings is refused, and so is a folder a `synthformer train` (or another compare) is
 writing: both take the folder's ``train.lock``.
 """
