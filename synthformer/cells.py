@@ -70,3 +70,15 @@ def curve(out: Path, run: Path) -> list[dict]:
         return read_metrics(run)
     cell = load_cell(out, run)
     return cell["metrics"] if cell else []
+
+
+def cells_wall_s(out: Path) -> float:
+    """Seconds the runs kept as cells in ``out`` took (each run's last invocation; damaged cells skipped):
+    what a grid finished over several calls cost, where the last call only reused them."""
+    total = 0.0
+    for file in (Path(out) / CELLS).rglob("*.json"):
+        try:
+            total += float(json.loads(file.read_text())["result"].get("wall_s_this_invocation") or 0.0)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return total

@@ -339,6 +339,9 @@ def test_a_folder_of_cells_alone_finishes_without_training_and_trains_only_missi
         assert a["metrics"]["ppl"] == pytest.approx(b["metrics"]["ppl"], rel=1e-6)
         assert a["tuned"] == b["tuned"]
     assert (clone / "curves.png").read_bytes()[:4] == b"\x89PNG"  # V's curve drawn from its cell
+    # the time reported is what the cells cost, not the few seconds of reusing them
+    cost = sum(json.loads(p.read_text())["result"]["wall_s_this_invocation"] for p in (clone / "cells").rglob("*.json"))
+    assert again["wall_s"] >= cost > 0
     # a damaged cell is one line naming it; a cell of other settings is refused like a run folder
     (clone / "results.json").unlink()
     shutil.rmtree(clone / "Fix")
