@@ -219,12 +219,18 @@ def test_publish_and_index_list_every_claim_and_what_was_not_run(tmp_path):
     floors = {s["key"]: s["floor"]["metrics"]["accuracy"] for s in results["sections"]}
     row = next(line for line in text.splitlines() if line.startswith("| [table7]"))
     assert f"vs {floors['topic']:.4g} (" in row and f"vs {floors['sentiment']:.4g} (" in row, row
-    # a reproduction in progress under grids/ is listed with its finished cells per grid
-    grid = out / "grids" / "table7-cpu"
+    # a grid folder under grids/ is listed with its finished cells per grid, and as the published
+    # report's source when that report (same name and budget) was written after the grid started
+    grid = out / "grids" / "table7-smoke"
     shutil.copytree(tmp_path / "run", grid, ignore=shutil.ignore_patterns("*.safetensors"))
     run_in_process(main, "reproduce", "--index", out)
     cells = len(list((grid / "topic" / "cells").rglob("*.json")))
-    assert cells and f"`grids/table7-cpu`: sentiment {cells} cells, topic {cells} cells" in (out / "README.md").read_text()
+    assert cells and (f"`grids/table7-smoke` (finished: [table7](table7/report.md)): sentiment {cells} cells, "
+                      f"topic {cells} cells") in (out / "README.md").read_text()
+    started = json.loads((grid / "reproduce.json").read_text())
+    (grid / "reproduce.json").write_text(json.dumps({**started, "budget": "cpu"}))  # no cpu report published
+    run_in_process(main, "reproduce", "--index", out)
+    assert f"`grids/table7-smoke` (in progress): sentiment {cells} cells" in (out / "README.md").read_text()
 
 
 def test_manpages_summarization_loader_on_real_pages():

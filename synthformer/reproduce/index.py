@@ -62,13 +62,21 @@ def floors_text(report: dict) -> str:
 GRIDS = "grids"  # root/grids/NAME-BUDGET: reproductions in progress (reproductions/grids/.gitignore)
 
 
-def grids_in_progress(folder: Path) -> list[str]:
-    """One line per reproduction folder under `folder`: its finished cells per grid."""
+def grid_folders(folder: Path, reports: dict) -> list[str]:
+    """One line per reproduction folder under `folder`: its finished cells per grid, and whether the
+    published report of its name and budget was written from it (created after the grid started)."""
     out = []
     for run in sorted(p for p in folder.glob("*/") if (p / "reproduce.json").is_file()):
         counts = [f"{g.name} {sum(1 for _ in (g / 'cells').rglob('*.json'))} cells"
                   for g in sorted(run.iterdir()) if (g / "settings.json").is_file()]
-        out.append(f"`{folder.name}/{run.name}`: " + (", ".join(counts) if counts else "started, no cell finished"))
+        try:
+            started = json.loads((run / "reproduce.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            started = {}
+        r = reports.get(started.get("name"), {})
+        done = r.get("budget") == started.get("budget") and str(r.get("created", "")) >= str(started.get("started", "~"))
+        state = f"finished: [{started['name']}]({started['name']}/report.md)" if done else "in progress"
+        out.append(f"`{folder.name}/{run.name}` ({state}): " + (", ".join(counts) if counts else "no cell finished"))
     return out
 
 
@@ -116,10 +124,11 @@ def write_index(root: str | Path) -> Path:
                          f"run `synthformer reproduce {name} --budget cpu --publish {root.name}`"])
     lines += [markdown_table(["name", "reproduces", "budget", "seeds", "time", "V against the floor", "claims"],
                              rows), ""]
-    progress = grids_in_progress(root / GRIDS)
+    progress = grid_folders(root / GRIDS, reports)
     if progress:
-        lines += ["Grids in progress (their finished cells are committed; the same command with `--out` on the "
-                  "folder trains only the missing ones):", ""] + [f"- {p}" for p in progress] + [""]
+        lines += ["Grid folders (their finished cells are committed; the same command with `--out` on a folder "
+                  "trains only the missing ones, and rebuilds a finished report without training):", ""]
+        lines += [f"- {p}" for p in progress] + [""]
     lines += ["## Every claim of the paper", ""]
     claim_rows = []
     for name, cid, table, text in all_claims():
