@@ -213,7 +213,7 @@ def with_floor(results: dict) -> list[dict]:
 # ----------------------------------------------------------------------------- the comparison
 def compare(variants: list[str], train_overrides: dict, model_overrides: dict, out: Path,
             log=print, seeds: int | None = None, kind: str | None = None, claims: list[str] | None = None,
-            tune: TuneConfig | None = None, reuse: bool = False) -> dict:
+            tune: TuneConfig | None = None, reuse: bool = False, only: list[str] | None = None) -> dict | None:
     """Train every variant `seeds` times (seeds s, s+1, ...) into ``out``; write table.md, curves.png,
     results.json.
 
@@ -227,12 +227,18 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     ``out`` records its settings (settings.json) and is locked while it runs (the lock of
     `synthformer train`); a folder of other settings is refused. A finished comparison is refused too,
     or returned when `reuse`. Returns the results dict also written to results.json.
+
+    `only`: train just these variants' cells (sweep and seeds) and return None, writing no results: a
+    grid split over machines, each running its share in a clone of the folder; once every cell is there
+    (cells/, merged), the same call without `only` writes the results without training.
     """
     from .train import RESUME_FREE, TrainConfig
 
     names = [variant_name(v) for v in variants]  # unknown names fail here, before any work
     if len(set(names)) != len(names):
         raise CompareError(f"variants repeat: {names}; name each variant once")
+    if only is not None and not set(only) <= set(names):
+        raise CompareError(f"only {sorted(set(only) - set(names))}: not among the variants {names}")
     base = TrainConfig(**{**DEFAULTS, **train_overrides})
     # every variant must fit its slot (e.g. linformer cannot be a decoder's self-attention): checked up front
     causal = base.task == "lm" or (base.task == "seq2seq" and model_overrides.get("decoder_attention") is None)
@@ -256,14 +262,15 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
                                        "--out")
                 log(f"{out}: finished earlier, reusing {out / 'results.json'}")
                 return read_json(out / "results.json")
-            return _run(names, base, dict(model_overrides), out, log, seeds, kind, chosen, tune, settings)
+            return _run(names, base, dict(model_overrides), out, log, seeds, kind, chosen, tune, settings, only)
     finally:
         if created and not (out / SETTINGS).exists():  # failed before anything was recorded (e.g. bad data)
             with contextlib.suppress(OSError):
                 out.rmdir()
 
 
-def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen, tune, settings) -> dict:
+def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen, tune, settings,
+         only=None) -> dict | None:
     from .plan import prepare
 
     t0 = time.time()
@@ -280,6 +287,8 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
     rows = []
     total = len(names) * seeds
     for i, name in enumerate(names):
+        if only is not None and name not in only:
+            continue
         if tune:
             tuned, scores = sweep(name, base, model_overrides, out, tune, cell.train, log)
         else:
@@ -299,6 +308,10 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
                              "train": result["train"]})
             log(f"{tag}: {_summary(per_seed[-1], base.task)}  ({time.time() - t0:.0f}s so far)")
         rows.append({**aggregate(name, per_seed), "tuned": tuned, "sweep": scores})
+    if only is not None:
+        log(f"{out}: the cells of {', '.join(only)} are finished; without `only` the same call writes the results "
+            "once every variant's cells are there")
+        return None
     split = "test" if base.eval_test else "valid"
     floor = _floor(out, base.task, kind, data, log, split)
     results = {"task": base.task, "kind": kind, "data": base.data, "split": split, "seeds": seed_values_,

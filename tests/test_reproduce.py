@@ -299,3 +299,29 @@ def test_sentence_pair_loader_on_real_bible_text():
     assert labels == {0, 1}
     x, _ = s.train[0]
     assert isinstance(x, (str, tuple))
+
+
+def test_only_splits_a_grid_over_two_clones_whose_merged_cells_write_the_report_without_training(tmp_path):
+    """Issue 18: a grid split over machines. Each clone trains only its variants' cells (no report);
+    the cells merged into one folder, the plain command writes the report without training anything."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    code, _, err = reproduce("table7", "--budget", "smoke", "--out", a, "--only", "V, FR")
+    assert code == 0, err
+    assert "trained the cells of V, FR" in err and not (a / "report.md").exists()
+    for grid in ("topic", "sentiment"):
+        assert {p.name for p in (a / grid / "cells").iterdir()} == {"V.json", "FR.json"}
+        assert not (a / grid / "results.json").exists()
+    assert reproduce("table7", "--budget", "smoke", "--out", b, "--only", "linformer,FR+V")[0] == 0
+    for grid in ("topic", "sentiment"):
+        for cell in (b / grid / "cells").iterdir():
+            shutil.copy2(cell, a / grid / "cells" / cell.name)
+    code, _, err = reproduce("table7", "--budget", "smoke", "--out", a)
+    assert code == 0, err
+    assert err.count("finished earlier, reusing its cell") == 4 and "run " + str(a) not in err  # b's two, twice
+    assert not (a / "topic" / "linformer").exists() and (a / "report.md").is_file()
+    # one line for a variant the name does not run, for a name without grids, and with --publish
+    for args, says in ((("table7", "--only", "R"), "--only R: not a variant of table7"),
+                       (("table5", "--only", "V"), "table5 has no grids of cells"),
+                       (("table7", "--only", "V", "--publish", tmp_path / "pub"), "no --publish")):
+        code, _, err = reproduce(*args, "--budget", "smoke", "--out", tmp_path / "c")
+        assert code == 2 and len(err.strip().splitlines()) == 1 and says in err, err

@@ -30,6 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="auto | cpu | cuda | cuda:N | mps (default: the budget's)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the budget's, 1 below gpu)")
     p.add_argument("--out", default=None, help="run folder (default runs/reproduce/NAME-BUDGET)")
+    p.add_argument("--only", metavar="VARIANTS", default=None,
+                   help="comma-separated: train only these variants' cells (sweep and seeds) and write no report; "
+                        "to split a grid over machines, each running its share on a clone of --out, then merging "
+                        "the cells/ folders (the command without --only then writes the report)")
     p.add_argument("--publish", metavar="DIR", default=None,
                    help="after the run (reused when finished), copy its reports, results and figures (no weights) "
                         "to DIR/NAME and rewrite DIR/README.md")
@@ -53,9 +57,13 @@ def run(args, rest: list[str]) -> int:
         return 0
     if not opts.name:
         raise ReproduceError("give a name to reproduce (see `synthformer reproduce --list`)")
+    only = [v.strip() for v in opts.only.split(",") if v.strip()] if opts.only is not None else None
+    if only is not None and (not only or opts.publish):
+        raise ReproduceError("--only takes one or more variants (e.g. --only R,FR) and no --publish: publish the "
+                             "report the command without --only writes once every cell is there")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     reproduce(opts.name, budget=opts.budget, seeds=opts.seeds, out=opts.out, device=opts.device,
-              threads=opts.threads, log=log)
+              threads=opts.threads, log=log, only=only)
     if opts.publish:
         from ..reproduce import default_out
 

@@ -87,8 +87,10 @@ def open_folder(out: Path, name: str, budget: str, seeds: int | None) -> None:
 
 
 def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: str | Path | None = None,
-              device: str | None = None, threads: int | None = None, log=print, tune=None) -> dict:
-    """Run one name at a budget into `out`; returns the results dict written to out/results.json.
+              device: str | None = None, threads: int | None = None, log=print, tune=None,
+              only: list[str] | None = None) -> dict | None:
+    """Run one name at a budget into `out`; returns the results dict written to out/results.json (None
+    with `only`: just those variants' cells are trained, in every grid that has them).
 
     `seeds`: per variant (default the name's for the budget; None there is compare's default: 3, or 5
     for validation splits under 200 items). `tune`: a `tuning.TuneConfig`, or None for the budget's
@@ -102,17 +104,41 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
     if threads is not None and threads < 1:
         raise ReproduceError(f"--threads {threads} must be >= 1")
     check_sources(spec)
+    out = Path(out) if out else default_out(name, budget)
+    grids, only = only_grids(module, name, budget, out, only) if only is not None else ([], None)
     if hasattr(module, "check"):
         module.check()  # e.g. table5: the fine-tuning pipeline is installed
-    out = Path(out) if out else default_out(name, budget)
     open_folder(out, name, budget, seeds)
     ctx = Context(name, budget, seeds, out, device=device, threads=threads, log=log,
-                  tune=BUDGET_TUNE[budget] if tune is None else tune)
+                  tune=BUDGET_TUNE[budget] if tune is None else tune, only=only)
+    if only is not None:  # just these variants' cells, no report (a grid split over machines)
+        for grid in grids:
+            ctx.run_grid(grid)
+        log(f"trained the cells of {', '.join(only)} in {out}; `synthformer reproduce {name} --budget {budget} "
+            f"--out {out}` writes the report once every variant's cells are there")
+        return None
     t0 = time.time()
     sections, images = module.run(ctx)
     results = write_report(ctx, spec, sections, _wall(out, time.time() - t0), images)
     log(f"wrote {out / 'report.md'} and {out / 'results.json'}: {len(results['claims'])} claims")
     return results
+
+
+def only_grids(module, name: str, budget: str, out: Path, only: list[str]) -> tuple[list, tuple]:
+    """`reproduce --only`: the name's grids and the variants named (checked before anything is written)."""
+    import inspect
+
+    from ..compare import variant_name
+
+    if not hasattr(module, "grids"):
+        raise ReproduceError(f"--only: {name} has no grids of cells (its runs are one suite); run it whole")
+    grids = module.grids(*(budget, out)[:len(inspect.signature(module.grids).parameters)])
+    wanted = tuple(variant_name(v) for v in only)  # unknown names fail here
+    known = {variant_name(v) for g in grids for v in g.variants}
+    if not set(wanted) <= known:
+        raise ReproduceError(f"--only {','.join(sorted(set(wanted) - known))}: not a variant of {name} "
+                             f"(its variants: {', '.join(sorted(known))})")
+    return grids, wanted
 
 
 def _wall(out: Path, this_call: float) -> float:

@@ -121,6 +121,7 @@ class Context:
     threads: int | None = None
     log: object = print
     tune: TuneConfig | None = None  # the sweep every variant gets (None: none)
+    only: tuple | None = None  # train only these variants' cells, write no results (a grid split over machines)
 
     @property
     def seeds_text(self) -> str:
@@ -134,13 +135,19 @@ class Context:
             over["threads"] = self.threads
         return over
 
-    def run_grid(self, grid: Grid) -> dict:
-        """Run (or reuse, or continue) one comparison in out/<key>; returns its results dict. The folder
-        records its settings (`compare.check_settings`): one run with other settings is refused."""
-        from ..compare import compare
+    def run_grid(self, grid: Grid) -> dict | None:
+        """Run (or reuse, or continue) one comparison in out/<key>; returns its results dict (None with
+        `only`: the cells of those variants trained). The folder records its settings
+        (`compare.check_settings`): one run with other settings is refused."""
+        from ..compare import compare, variant_name
 
+        only = None
+        if self.only is not None:
+            only = [v for v in map(variant_name, grid.variants) if v in self.only]
+            if not only:
+                return None
         return compare(list(grid.variants), self.train_overrides(grid), dict(grid.model), self.out / grid.key,
-                       log=self.log, seeds=self.seeds, kind=grid.kind, tune=self.tune, reuse=True)
+                       log=self.log, seeds=self.seeds, kind=grid.kind, tune=self.tune, reuse=True, only=only)
 
 
 def reuse(folder: Path, settings: dict, label: str, log=print) -> dict | None:
