@@ -308,16 +308,15 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
                              "train": result["train"]})
             log(f"{tag}: {_summary(per_seed[-1], base.task)}  ({time.time() - t0:.0f}s so far)")
         rows.append({**aggregate(name, per_seed), "tuned": tuned, "sweep": scores})
-    if only is not None:
-        log(f"{out}: the cells of {', '.join(only)} are finished; without `only` the same call writes the results "
-            "once every variant's cells are there")
+    if only is not None:  # a share of the grid: its cells are written, the results need every variant's
         return None
     split = "test" if base.eval_test else "valid"
     floor = _floor(out, base.task, kind, data, log, split)
     results = {"task": base.task, "kind": kind, "data": base.data, "split": split, "seeds": seed_values_,
                "variants": rows,
                "floor": floor, "tuning": tune.to_dict() if tune else None, "paper_label": LABEL,
-               "wall_s": max(time.time() - t0, cells_wall_s(out)), "command": sys.argv, "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+               "wall_s": max(time.time() - t0, cells_wall_s(out)), "command": sys.argv,
+               "created": time.strftime("%Y-%m-%d %H:%M:%S")}
     results["findings"] = findings(with_floor(results), kind, chosen)
     _write_report(out, base, results, log)
     return results

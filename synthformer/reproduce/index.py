@@ -74,7 +74,8 @@ def grid_folders(folder: Path, reports: dict) -> list[str]:
         except (OSError, json.JSONDecodeError):
             started = {}
         r = reports.get(started.get("name"), {})
-        done = r.get("budget") == started.get("budget") and str(r.get("created", "")) >= str(started.get("started", "~"))
+        done = (r.get("budget") == started.get("budget")
+                and str(r.get("created", "")) >= str(started.get("started", "~")))
         state = f"finished: [{started['name']}]({started['name']}/report.md)" if done else "in progress"
         out.append(f"`{folder.name}/{run.name}` ({state}): " + (", ".join(counts) if counts else "no cell finished"))
     return out
