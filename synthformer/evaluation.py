@@ -21,13 +21,14 @@ def decode_sample(n: int, k: int, seed: int = DECODE_SEED) -> list[int]:
 
 
 def evaluate(task: Task, model, data: TaskData, cfg, split: str = "valid",
-             max_batches: int | None = None) -> dict:
+             max_batches: int | None = None, decode_examples: int | None = None) -> dict:
     """The task's metrics on one split (unshuffled, all of it unless `max_batches`).
 
     `cfg` (a TrainConfig) gives batch_size, max_tokens, eval_batches (the default limit) and the decoding
     options; the model is put in eval mode and given back in the mode it came in. A task that decodes
     (seq2seq) decodes `decode_sample(len(split), cfg.decode_examples)` of the split's items, whatever
-    `max_batches`; its metrics say how many ("decoded") out of how many ("decoded_of")."""
+    `max_batches` (`decode_examples` instead when given); its metrics say how many ("decoded") out of
+    how many ("decoded_of")."""
     model = getattr(model, "module", model)
     was_training = model.training
     model.eval()
@@ -36,7 +37,8 @@ def evaluate(task: Task, model, data: TaskData, cfg, split: str = "valid",
                            max_tokens=cfg.max_tokens, shuffle=False)
     limit = cfg.eval_batches if max_batches is None else max_batches
     options = {"decode": cfg.decode, "num_beams": cfg.num_beams}
-    chosen = decode_sample(len(items), cfg.decode_examples) if task.decodes else []
+    k = cfg.decode_examples if decode_examples is None else decode_examples
+    chosen = decode_sample(len(items), k) if task.decodes else []
     if chosen:
         options["decode_batches"] = task.batches([items[i] for i in chosen], data.tokenizer, data.seq_len,
                                                  cfg.batch_size, max_tokens=cfg.max_tokens, shuffle=False)

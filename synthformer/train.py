@@ -310,7 +310,9 @@ def _finish(loop: _Loop, params: int, wall0: float) -> dict:
               "wall_s_this_invocation": time.time() - wall0, "world_size": d.world_size, "rank": d.rank,
               "model": p.model_cfg.to_dict(), "train": cfg.to_dict(), "out": str(loop.out)}
     if cfg.eval_test and d.main:
-        result["test"] = evaluate(p.data.task, p.model, p.data, cfg, split="test", max_batches=cfg.final_eval_batches)
+        k = len(p.data.encoded["test"]) if cfg.test_decode_examples is None else cfg.test_decode_examples
+        result["test"] = evaluate(p.data.task, p.model, p.data, cfg, split="test", max_batches=cfg.final_eval_batches,
+                                  decode_examples=k)
         loop.logger.write({"step": loop.step, "split": "test", **{k: v for k, v in result["test"].items() if not isinstance(v, (list, dict))},
                            "tokens": loop.counters["tokens"]})
         loop.say(f"[{loop.label}] step {loop.step} test: {_fmt(result['test'])}")

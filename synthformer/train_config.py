@@ -64,6 +64,7 @@ class TrainConfig:
     decode: str = "greedy"  # seq2seq evaluation decoding: greedy | beam
     num_beams: int = 4  # beam width when decode = beam
     decode_examples: int = 100  # seq2seq: validation examples decoded for BLEU / chrF / ROUGE-L; 0 = none
+    test_decode_examples: int | None = None  # seq2seq with eval_test: test examples decoded; None = the whole split
     mask_prob: float = 0.15  # mlm: fraction of tokens selected for prediction (80/10/10 BERT masking)
     checkpoint_every: int = 500  # write a checkpoint every N steps (and at the end); 0 = only at the end
     keep_checkpoints: int = 1  # checkpoints kept on disk (the newest)
@@ -136,6 +137,7 @@ RULES: dict[str, tuple] = {
     "decode": (lambda v: v in DECODES, f"one of {', '.join(DECODES)}"),
     "num_beams": (lambda v: v >= 1, ">= 1"),
     "decode_examples": (lambda v: v >= 0, ">= 0"),
+    "test_decode_examples": (lambda v: v is None or v >= 0, ">= 0, or none for the whole split"),
     "mask_prob": (lambda v: 0 < v <= 1, "in (0, 1]"),
     "checkpoint_every": (lambda v: v >= 0, ">= 0 (0 = only at the end)"),
     "keep_checkpoints": (lambda v: v >= 1, ">= 1"),

@@ -363,3 +363,15 @@ def test_encoder_only_mixers_pass_the_early_model_check_of_an_encoder_task(data,
     code, _, err = main("train", "--task", "lm", "--data", data["lm"], "--attention", "linformer", "--out",
                         tmp_path / "lm", *SMALL)
     assert code == 2 and "cannot be used in a decoder" in err and not (tmp_path / "lm").exists()
+
+
+def test_eval_test_decodes_the_whole_test_split_unless_told_otherwise(data, tmp_path):
+    """Issue 18: BLEU on the whole test split, not a sample; validation keeps its small sample."""
+    for extra, expect in (((), None), (("--test_decode_examples", "3"), 3)):
+        run = tmp_path / f"run{len(extra)}"
+        code, _, err = main("train", "--task", "seq2seq", "--data", data["seq2seq"], "--out", run, *SMALL,
+                            "--decode_examples", "2", "--eval_test", "true", *extra)
+        assert code == 0, err
+        done = json.loads((run / "done.json").read_text())
+        assert done["valid"]["decoded"] == 2
+        assert done["test"]["decoded"] == (expect or done["test"]["decoded_of"]) and done["test"]["decoded_of"] > 3
