@@ -160,8 +160,8 @@ def list_text() -> str:
         times = ", ".join(f"{b} {s.minutes[b]}" for b in BUDGETS)
         seeds = ", ".join(f"{b} {AUTO_SEEDS if s.seeds[b] is None else s.seeds[b]}" for b in BUDGETS)
         lines += [f"{name}: {s.reproduces}", f"    data: {s.data}", f"    variants: {s.variants}",
-                  f"    time per seed, before the lr sweep: {times} (seeds per variant: {seeds}; the sweep at cpu "
-                  "and gpu adds about one to two seeds' time)", ""]
+                  f"    time (on 2 cores, one thread a run; \"a seed\" excludes the lr sweep, which adds about one "
+                  f"to two seeds' time at cpu and gpu): {times}", f"    seeds per variant: {seeds}", ""]
     return "\n".join(lines).rstrip()
 
 

@@ -21,7 +21,7 @@ SPEC = Spec(
          "(KJV/WEB same verse vs a nearby verse: an MRPC/QQP-like pair task)",
     variants=", ".join(VARIANTS) + f"; {BASE_PLUS} (V with the parameter count of the largest +V mixture) at "
                                     "the cpu and gpu budgets",
-    minutes={"smoke": "< 1 min", "cpu": "~26 min", "gpu": "~3.5 h"},  # per seed: 5 variants ~22 min, + T5 Base+
+    minutes={"smoke": "< 1 min", "cpu": "~26 min a seed (tiny: not clearing the MLM floor)", "gpu": "~3.5 h"},  # per seed: 5 variants ~22 min, + T5 Base+
     seeds={"smoke": 1, "cpu": None, "gpu": None},
     sources=("chitchat", "sentiment", "fortunes", "bible-paraphrase"),
     tables=("Table 5", "Table 6"),
