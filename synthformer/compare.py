@@ -114,16 +114,18 @@ def check_settings(folder: Path, settings: dict, error=CompareError, record: boo
 
     Refused (`error`, one line): a folder run with other settings (naming the keys that differ), and
     results or runs without a settings file -- reusing either would report numbers of another
-    configuration under this one's name. `compare` and `reproduce` share this check. With `record`
+    configuration under this one's name. A setting the stored file lacks counts as None: a config field
+    added since, with a None default, still matches folders recorded before it (as `_check_cell` does
+    for runs). `compare` and `reproduce` share this check. With `record`
     false a new folder's settings are left to `record_settings` (once its inputs proved good)."""
     settings = json.loads(json.dumps(settings))  # as stored: tuples -> lists
     file, done = folder / SETTINGS, folder / "results.json"
     if file.exists():
         stored = read_json(file, error, f"choose another --out (or delete {folder} to start over)")
-        if stored != settings:
-            theirs, mine = _flat(stored), _flat(settings)
-            diff = ", ".join(f"{k} {theirs.get(k)} (now {mine.get(k)})" for k in sorted(theirs.keys() | mine.keys())
-                             if theirs.get(k) != mine.get(k))
+        theirs, mine = _flat(stored), _flat(settings)
+        diff = ", ".join(f"{k} {theirs.get(k)} (now {mine.get(k)})" for k in sorted(theirs.keys() | mine.keys())
+                         if theirs.get(k) != mine.get(k))
+        if diff:
             raise error(f"{folder} was run with other settings: {diff}; rerun with those settings or choose another "
                         f"--out (or delete {folder} to start over)")
         return done.exists()

@@ -135,6 +135,15 @@ def test_compare_refuses_to_continue_with_other_settings(dialogue, tmp_path):
     assert ("was run with other settings: train.steps 3 (now 4); rerun with those settings or choose another --out"
             in err)
     assert not (out / "Fix").exists()  # nothing trained
+    # a setting recorded before its config field existed (a field added since, default None) still matches
+    stored = json.loads((out / "settings.json").read_text())
+    assert stored["train"].pop("test_decode_examples", "absent") is None
+    (out / "settings.json").write_text(json.dumps(stored))
+    code, _, err = compare_main("--variants", "V,Fix", "--data", dialogue, "--out", out, *TINY, "--steps", "4")
+    assert code == 2 and "train.steps 3 (now 4);" in err, err
+    code, stdout, err = compare_main("--variants", "V,Fix", "--data", dialogue, "--out", out, *TINY)
+    assert code == 0 and "V: finished earlier" in stdout, err
+    (out / "results.json").unlink()
     # results (or runs) without the settings they were made with are refused too
     (out / "settings.json").unlink()
     code, _, err = compare_main("--variants", "V,Fix", "--data", dialogue, "--out", out, *TINY)
