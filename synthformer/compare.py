@@ -15,6 +15,10 @@ finished runs are reused (from their folder, or from their cell ``cells/<run>.js
 finished run leaves: `synthformer.cells`), an interrupted one resumes from its last checkpoint; the same ``--out``
 with other settings is refused, and so is a folder a `synthformer train` (or another compare) is
 writing: both take the folder's ``train.lock``.
+
+While a long comparison runs (or between the sessions that finish it), ``interim`` (`reproduce
+--interim`) writes ``interim.md`` from the variants whose every cell is there, trains nothing and takes
+no lock; a claim naming an unfinished variant waits for it.
 """
 from __future__ import annotations
 
@@ -215,7 +219,8 @@ def with_floor(results: dict) -> list[dict]:
 # ----------------------------------------------------------------------------- the comparison
 def compare(variants: list[str], train_overrides: dict, model_overrides: dict, out: Path,
             log=print, seeds: int | None = None, kind: str | None = None, claims: list[str] | None = None,
-            tune: TuneConfig | None = None, reuse: bool = False, only: list[str] | None = None) -> dict | None:
+            tune: TuneConfig | None = None, reuse: bool = False, only: list[str] | None = None,
+            interim: bool = False) -> dict | None:
     """Train every variant `seeds` times (seeds s, s+1, ...) into ``out``; write table.md, curves.png,
     results.json.
 
@@ -233,6 +238,10 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     `only`: train just these variants' cells (sweep and seeds) and return None, writing no results: a
     grid split over machines, each running its share in a clone of the folder; once every cell is there
     (cells/, merged), the same call without `only` writes the results without training.
+
+    `interim`: train nothing; write ``interim.md`` (no results.json) from the variants whose sweep and
+    seeds have all finished, judging only the claims none of whose variants is still pending. It reads a
+    folder another comparison may be writing, so it takes no lock; a finished comparison returns its results.
     """
     from .train import RESUME_FREE, TrainConfig
 
@@ -254,6 +263,15 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     settings = {"variants": names, "train": {k: v for k, v in base.to_dict().items() if k not in RESUME_FREE},
                 "model": dict(model_overrides), "seeds": "auto" if seeds is None else seeds,
                 "tune": tune.to_dict() if tune else None}
+    if interim:
+        if only is not None:
+            raise CompareError("interim reports the finished variants and trains none: drop `only`")
+        if not (out / SETTINGS).exists():
+            raise CompareError(f"{out} holds no comparison yet (no {SETTINGS}): nothing to report; start it first")
+        if check_settings(out, settings, record=False):
+            log(f"{out}: finished, see {out / 'table.md'}")
+            return read_json(out / "results.json")
+        return _run(names, base, dict(model_overrides), out, log, seeds, kind, chosen, tune, settings, interim=True)
     created = not out.exists()
     _open_folder(out)
     try:
@@ -272,7 +290,7 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
 
 
 def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen, tune, settings,
-         only=None) -> dict | None:
+         only=None, interim: bool = False) -> dict | None:
     from .plan import prepare
 
     t0 = time.time()
@@ -285,51 +303,68 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
     if not (out / SETTINGS).exists():
         record_settings(out, settings)  # the data loaded: from here on the folder holds this comparison
     log(f"{out}: {', '.join(names)} x {seeds} seed(s)" + (", each after the same learning-rate sweep" if tune else ""))
-    cell = _Cells(out, data, log)
-    rows = []
+    cell = _Cells(out, data, log, reuse_only=interim)
+    rows, pending = [], []
     total = len(names) * seeds
     for i, name in enumerate(names):
         if only is not None and name not in only:
             continue
-        if tune:
-            tuned, scores = sweep(name, base, model_overrides, out, tune, cell.train, log)
-        else:
-            tuned, scores = untuned(base), []
-        per_seed = []
-        for j, seed in enumerate(seed_values_):
-            tag = f"[{i * seeds + j + 1}/{total}] {name}" + (f" seed {seed}" if seeds > 1 else "")
-            run = run_folder(out, name, seed, seeds)
-            cfg = dataclasses.replace(base, **tuned, out=str(run), seed=seed)
-            result = cell.train(cfg, {**model_overrides, "attention": name}, tag)
-            # with eval_test the test split is what is reported and judged (the sweep chose on validation)
-            per_seed.append({"seed": seed, "params": result["params"],
-                             "metrics": _plain(result["test"] if base.eval_test else result["valid"]),
-                             "valid_metrics": _plain(result["valid"]),
-                             "tokens_per_s": result["tokens_per_s"], "train_time_s": result["train_time_s"],
-                             "tokens": result["tokens"], "run": str(run), "model": result["model"],
-                             "train": result["train"]})
-            log(f"{tag}: {_summary(per_seed[-1], base.task)}  ({time.time() - t0:.0f}s so far)")
+        try:
+            if tune:
+                tuned, scores = sweep(name, base, model_overrides, out, tune, cell.train, log)
+            else:
+                tuned, scores = untuned(base), []
+            per_seed = []
+            for j, seed in enumerate(seed_values_):
+                tag = f"[{i * seeds + j + 1}/{total}] {name}" + (f" seed {seed}" if seeds > 1 else "")
+                run = run_folder(out, name, seed, seeds)
+                cfg = dataclasses.replace(base, **tuned, out=str(run), seed=seed)
+                result = cell.train(cfg, {**model_overrides, "attention": name}, tag)
+                # with eval_test the test split is what is reported and judged (the sweep chose on validation)
+                per_seed.append({"seed": seed, "params": result["params"],
+                                 "metrics": _plain(result["test"] if base.eval_test else result["valid"]),
+                                 "valid_metrics": _plain(result["valid"]),
+                                 "tokens_per_s": result["tokens_per_s"], "train_time_s": result["train_time_s"],
+                                 "tokens": result["tokens"], "run": str(run), "model": result["model"],
+                                 "train": result["train"]})
+                log(f"{tag}: {_summary(per_seed[-1], base.task)}  ({time.time() - t0:.0f}s so far)")
+        except _Unfinished as e:  # interim only: this variant waits
+            log(f"{name}: not finished ({e})")
+            pending.append(name)
+            continue
         rows.append({**aggregate(name, per_seed), "tuned": tuned, "sweep": scores})
     if only is not None:  # a share of the grid: its cells are written, the results need every variant's
         return None
+    if interim:
+        if not rows:
+            raise CompareError(f"{out}: no variant has finished its sweep and every seed yet (pending: "
+                               f"{', '.join(pending)}); nothing to report")
+        # a claim is judged once all of its variants that this comparison trains are finished
+        chosen = tuple(c for c in chosen if not {c.subject, *c.others} & set(pending))
     split = "test" if base.eval_test else "valid"
     floor = _floor(out, base.task, kind, data, log, split)
     results = {"task": base.task, "kind": kind, "data": base.data, "split": split, "seeds": seed_values_,
                "variants": rows,
                "floor": floor, "tuning": tune.to_dict() if tune else None, "paper_label": LABEL,
                "wall_s": max(time.time() - t0, cells_wall_s(out)), "command": sys.argv,
-               "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+               "created": time.strftime("%Y-%m-%d %H:%M:%S"), **({"pending": pending} if interim else {})}
     results["findings"] = findings(with_floor(results), kind, chosen)
     _write_report(out, base, results, log)
     return results
 
 
+class _Unfinished(Exception):
+    """A run an interim report needs has not finished (`compare(interim=True)`)."""
+
+
 class _Cells:
     """Train or reuse one run of a comparison (a variant's seed, or a tuning candidate); every finished
-    run is also kept as its cell (`synthformer.cells`), which stands in for a run folder that is absent."""
+    run is also kept as its cell (`synthformer.cells`), which stands in for a run folder that is absent.
+    With `reuse_only` (an interim report) nothing is trained or written: a run not finished raises
+    `_Unfinished`."""
 
-    def __init__(self, out: Path, data, log):
-        self.out, self.data, self.log = out, data, log
+    def __init__(self, out: Path, data, log, reuse_only: bool = False):
+        self.out, self.data, self.log, self.reuse_only = out, data, log, reuse_only
 
     def train(self, cfg, model_overrides: dict, tag: str) -> dict:
         """The result of run ``cfg.out``: read from its done.json when it finished (with these
@@ -343,11 +378,15 @@ class _Cells:
             result = read_done(run)  # verified against the run manifest; one line when damaged
             _check_cell(run, result, cfg, model_overrides)
             self.log(f"{tag}: finished earlier, reusing {run}")
+            if self.reuse_only:
+                return result
         elif not run.exists() and (kept := load_cell(self.out, run)) is not None:
             result = kept["result"]
             _check_cell(cell_file(self.out, run), result, cfg, model_overrides)
             self.log(f"{tag}: finished earlier, reusing its cell {cell_file(self.out, run)}")
             return result
+        elif self.reuse_only:
+            raise _Unfinished(f"{tag} has not finished")
         else:
             resume = (run / "config.json").exists()
             data = None if resume else self.data  # resuming: train reads the run's own tokenizer and data
@@ -390,25 +429,36 @@ def _floor(out: Path, task: str, kind: str, data, log, split: str = "valid") -> 
 
 
 def _write_report(out: Path, base, results: dict, log) -> None:
-    """table.md, curves.png, then results.json last (it marks the comparison complete)."""
+    """table.md, curves.png, then results.json last (it marks the comparison complete); an interim
+    report (results["pending"]) is interim.md alone."""
     from .plots.curves import plot_curves  # matplotlib only when drawing
 
     kind, seeds, rows = results["kind"], results["seeds"], results["variants"]
     seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}..{seeds[-1]}"
-    header = (f"# synthformer compare: {base.task} on {base.data} (task kind {kind}), preset {base.preset}, "
+    pending = results.get("pending")
+    title = "# synthformer compare" if pending is None else f"# Interim ({results['created']}), synthformer compare"
+    header = (f"{title}: {base.task} on {base.data} (task kind {kind}), preset {base.preset}, "
               f"{base.steps} steps x {base.batch_size} sequences, {seed_text}\n")
+    if pending is not None:
+        header += (f"\nFinished: {', '.join(r['variant'] for r in rows)}. Still running or not started: "
+                   f"{', '.join(pending) or 'none'}. A claim naming an unfinished variant is left out until it "
+                   "finishes; the full report (table.md, results.json) comes with the last cell.\n")
     note = floor_line(with_floor(results), base.task)
     text = (header + "\n" + table_markdown(with_floor(results), base.task, kind=kind, split=results["split"]) + "\n\n"
             + (f"**{note}**\n\n" if note else "")
             + tuning_markdown(rows, results.get("tuning"))
             + f"\n\n## The paper's claims for task kind {kind}, checked here\n\n"
             + findings_markdown(results["findings"]) + "\n")
+    log("\n" + text)
+    if pending is not None:
+        atomic_write_text(out / "interim.md", text)
+        log(f"wrote {out / 'interim.md'}: {len(rows)} finished, {len(pending)} pending")
+        return
     atomic_write_text(out / "table.md", text)
     plot_curves({r["variant"]: curve(out, Path(r["run"])) for r in rows}, out / "curves.png", base.task,
                 title=f"{base.task} on {base.data} ({base.preset}, {base.steps} steps"
                       + (f", seed {base.seed} of {len(seeds)}" if len(seeds) > 1 else "") + ")")
     atomic_write_json(out / "results.json", results)
-    log("\n" + text)
     log(f"wrote {out / 'table.md'}, {out / 'curves.png'}, {out / 'results.json'} ({results['wall_s']:.0f}s)")
 
 

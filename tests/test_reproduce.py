@@ -304,13 +304,31 @@ def test_sentence_pair_loader_on_real_bible_text():
 def test_only_splits_a_grid_over_two_clones_whose_merged_cells_write_the_report_without_training(tmp_path):
     """Issue 18: a grid split over machines. Each clone trains only its variants' cells (no report);
     the cells merged into one folder, the plain command writes the report without training anything."""
-    a, b = tmp_path / "a", tmp_path / "b"
+    a, b = tmp_path / "grids" / "a", tmp_path / "b"
     code, _, err = reproduce("table7", "--budget", "smoke", "--out", a, "--only", "V, FR")
     assert code == 0, err
     assert "trained the cells of V, FR" in err and not (a / "report.md").exists()
     for grid in ("topic", "sentiment"):
         assert {p.name for p in (a / grid / "cells").iterdir()} == {"V.json", "FR.json"}
         assert not (a / grid / "results.json").exists()
+    # while the rest runs elsewhere: an interim report of the finished variants, judging only the claims
+    # none of whose variants is pending (V above FR: yes; FR above V and Linformer: not yet), training nothing
+    code, _, err = reproduce("table7", "--budget", "smoke", "--out", a, "--interim")
+    assert code == 0, err
+    assert "run " + str(a) not in err and "linformer: not finished" in err
+    for grid in ("topic", "sentiment"):
+        text = (a / grid / "interim.md").read_text()
+        assert "Finished: V, FR. Still running or not started: linformer, FR+V." in text
+        assert "| V |" in text and "| FR |" in text and "| linformer |" not in text
+        assert not (a / grid / "results.json").exists() and not (a / grid / "linformer").exists()
+    assert "t7-agnews-v-above-fr" in (a / "topic" / "interim.md").read_text()
+    assert "t7-imdb-fr-above-v" not in (a / "sentiment" / "interim.md").read_text()  # FR vs V and Linformer
+    reproduce("--index", tmp_path)
+    assert "topic 2 cells ([interim](grids/a/topic/interim.md))" in (tmp_path / "README.md").read_text()
+    for args, says in ((("--out", tmp_path / "none"), "holds no reproduction yet"),
+                       (("--out", a, "--only", "V"), "drop --only")):
+        code, _, err = reproduce("table7", "--budget", "smoke", "--interim", *args)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and says in err, err
     assert reproduce("table7", "--budget", "smoke", "--out", b, "--only", "linformer,FR+V")[0] == 0
     for grid in ("topic", "sentiment"):
         for cell in (b / grid / "cells").iterdir():
@@ -319,6 +337,8 @@ def test_only_splits_a_grid_over_two_clones_whose_merged_cells_write_the_report_
     assert code == 0, err
     assert err.count("finished earlier, reusing its cell") == 4 and "run " + str(a) not in err  # b's two, twice
     assert not (a / "topic" / "linformer").exists() and (a / "report.md").is_file()
+    code, _, err = reproduce("table7", "--budget", "smoke", "--out", a, "--interim")  # finished: the results
+    assert code == 0 and "finished, see" in err, err
     # one line for a variant the name does not run, for a name without grids, and with --publish
     for args, says in ((("table7", "--only", "R"), "--only R: not a variant of table7"),
                        (("table5", "--only", "V"), "table5 has no grids of cells"),

@@ -34,6 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated: train only these variants' cells (sweep and seeds) and write no report; "
                         "to split a grid over machines, each running its share on a clone of --out, then merging "
                         "the cells/ folders (the command without --only then writes the report)")
+    p.add_argument("--interim", action="store_true",
+                   help="train nothing: in every grid of --out that has started, write interim.md from the variants "
+                        "whose sweep and seeds have all finished (claims naming an unfinished one are left out); "
+                        "safe beside the run that is filling the folder")
     p.add_argument("--publish", metavar="DIR", default=None,
                    help="after the run (reused when finished), copy its reports, results and figures (no weights) "
                         "to DIR/NAME and rewrite DIR/README.md")
@@ -61,9 +65,12 @@ def run(args, rest: list[str]) -> int:
     if only is not None and (not only or opts.publish):
         raise ReproduceError("--only takes one or more variants (e.g. --only R,FR) and no --publish: publish the "
                              "report the command without --only writes once every cell is there")
+    if opts.interim and (only is not None or opts.publish):
+        raise ReproduceError("--interim writes interim.md beside the grids and trains nothing: drop --only and "
+                             "--publish")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     reproduce(opts.name, budget=opts.budget, seeds=opts.seeds, out=opts.out, device=opts.device,
-              threads=opts.threads, log=log, only=only)
+              threads=opts.threads, log=log, only=only, interim=opts.interim)
     if opts.publish:
         from ..reproduce import default_out
 

@@ -88,9 +88,10 @@ def open_folder(out: Path, name: str, budget: str, seeds: int | None) -> None:
 
 def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: str | Path | None = None,
               device: str | None = None, threads: int | None = None, log=print, tune=None,
-              only: list[str] | None = None) -> dict | None:
+              only: list[str] | None = None, interim: bool = False) -> dict | None:
     """Run one name at a budget into `out`; returns the results dict written to out/results.json (None
-    with `only`: just those variants' cells are trained, in every grid that has them).
+    with `only`: just those variants' cells are trained, in every grid that has them; None with
+    `interim`: nothing is trained, and every started grid writes interim.md from its finished variants).
 
     `seeds`: per variant (default the name's for the budget; None there is compare's default: 3, or 5
     for validation splits under 200 items). `tune`: a `tuning.TuneConfig`, or None for the budget's
@@ -105,6 +106,8 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
         raise ReproduceError(f"--threads {threads} must be >= 1")
     check_sources(spec)
     out = Path(out) if out else default_out(name, budget)
+    if interim:
+        return _interim(module, name, budget, seeds, out, device, threads, log, tune)
     grids, only = only_grids(module, name, budget, out, only) if only is not None else ([], None)
     if hasattr(module, "check"):
         module.check()  # e.g. table5: the fine-tuning pipeline is installed
@@ -124,15 +127,39 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
     return results
 
 
-def only_grids(module, name: str, budget: str, out: Path, only: list[str]) -> tuple[list, tuple]:
-    """`reproduce --only`: the name's grids and the variants named (checked before anything is written)."""
+def _interim(module, name: str, budget: str, seeds, out: Path, device, threads, log, tune) -> None:
+    """`reproduce --interim`: an interim.md in every grid of `out` that has started (read only, no lock)."""
+    if not hasattr(module, "grids"):
+        raise ReproduceError(f"--interim: {name} has no grids of cells (its runs are one suite)")
+    if not (out / MANIFEST).exists():
+        raise ReproduceError(f"--interim: {out} holds no reproduction yet (no {MANIFEST}); start it first")
+    open_folder(out, name, budget, seeds)  # only checks: it must be this name, budget and seeds
+    ctx = Context(name, budget, seeds, out, device=device, threads=threads, log=log,
+                  tune=BUDGET_TUNE[budget] if tune is None else tune, interim=True)
+    grids = _grids(module, budget, out)
+    started = [g for g in grids if (out / g.key / "settings.json").exists()]
+    if not started:
+        raise ReproduceError(f"--interim: no grid of {name} has started in {out}")
+    for grid in grids:
+        if grid in started:
+            ctx.run_grid(grid)
+        else:
+            log(f"{out / grid.key}: not started")
+
+
+def _grids(module, budget: str, out: Path) -> list:
     import inspect
 
+    return module.grids(*(budget, out)[:len(inspect.signature(module.grids).parameters)])
+
+
+def only_grids(module, name: str, budget: str, out: Path, only: list[str]) -> tuple[list, tuple]:
+    """`reproduce --only`: the name's grids and the variants named (checked before anything is written)."""
     from ..compare import variant_name
 
     if not hasattr(module, "grids"):
         raise ReproduceError(f"--only: {name} has no grids of cells (its runs are one suite); run it whole")
-    grids = module.grids(*(budget, out)[:len(inspect.signature(module.grids).parameters)])
+    grids = _grids(module, budget, out)
     wanted = tuple(variant_name(v) for v in only)  # unknown names fail here
     known = {variant_name(v) for g in grids for v in g.variants}
     if not set(wanted) <= known:

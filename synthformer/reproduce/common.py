@@ -122,6 +122,7 @@ class Context:
     log: object = print
     tune: TuneConfig | None = None  # the sweep every variant gets (None: none)
     only: tuple | None = None  # train only these variants' cells, write no results (a grid split over machines)
+    interim: bool = False  # train nothing: each started grid writes interim.md from its finished variants
 
     @property
     def seeds_text(self) -> str:
@@ -147,7 +148,8 @@ class Context:
             if not only:
                 return None
         return compare(list(grid.variants), self.train_overrides(grid), dict(grid.model), self.out / grid.key,
-                       log=self.log, seeds=self.seeds, kind=grid.kind, tune=self.tune, reuse=True, only=only)
+                       log=self.log, seeds=self.seeds, kind=grid.kind, tune=self.tune, reuse=True, only=only,
+                       interim=self.interim)
 
 
 def reuse(folder: Path, settings: dict, label: str, log=print) -> dict | None:

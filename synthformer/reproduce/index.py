@@ -63,11 +63,14 @@ GRIDS = "grids"  # root/grids/NAME-BUDGET: reproductions in progress (reproducti
 
 
 def grid_folders(folder: Path, reports: dict) -> list[str]:
-    """One line per reproduction folder under `folder`: its finished cells per grid, and whether the
-    published report of its name and budget was written from it (created after the grid started)."""
+    """One line per reproduction folder under `folder`: its finished cells per grid (with a link to the
+    grid's interim.md while it runs: `reproduce --interim`), and whether the published report of its name
+    and budget was written from it (created after the grid started)."""
     out = []
     for run in sorted(p for p in folder.glob("*/") if (p / "reproduce.json").is_file()):
         counts = [f"{g.name} {sum(1 for _ in (g / 'cells').rglob('*.json'))} cells"
+                  + (f" ([interim]({folder.name}/{run.name}/{g.name}/interim.md))"
+                     if (g / "interim.md").is_file() and not (g / "results.json").is_file() else "")
                   for g in sorted(run.iterdir()) if (g / "settings.json").is_file()]
         try:
             started = json.loads((run / "reproduce.json").read_text())
