@@ -107,13 +107,16 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
     check_sources(spec)
     out = Path(out) if out else default_out(name, budget)
     if interim:
-        return _interim(module, name, budget, seeds, out, device, threads, log, tune)
+        _check_interim(module, name, out)
     grids, only = only_grids(module, name, budget, out, only) if only is not None else ([], None)
     if hasattr(module, "check"):
         module.check()  # e.g. table5: the fine-tuning pipeline is installed
     open_folder(out, name, budget, seeds)
     ctx = Context(name, budget, seeds, out, device=device, threads=threads, log=log,
-                  tune=BUDGET_TUNE[budget] if tune is None else tune, only=only)
+                  tune=BUDGET_TUNE[budget] if tune is None else tune, only=only, interim=interim)
+    if interim:
+        _run_interim(ctx, module)
+        return None
     if only is not None:  # just these variants' cells, no report (a grid split over machines)
         for grid in grids:
             ctx.run_grid(grid)
@@ -127,24 +130,28 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
     return results
 
 
-def _interim(module, name: str, budget: str, seeds, out: Path, device, threads, log, tune) -> None:
-    """`reproduce --interim`: an interim.md in every grid of `out` that has started (read only, no lock)."""
+def _check_interim(module, name: str, out: Path) -> None:
+    """`reproduce --interim` needs a name with grids and a reproduction already started in `out` (so that
+    `open_folder` only checks its name, budget and seeds, and writes nothing)."""
     if not hasattr(module, "grids"):
         raise ReproduceError(f"--interim: {name} has no grids of cells (its runs are one suite)")
     if not (out / MANIFEST).exists():
         raise ReproduceError(f"--interim: {out} holds no reproduction yet (no {MANIFEST}); start it first")
-    open_folder(out, name, budget, seeds)  # only checks: it must be this name, budget and seeds
-    ctx = Context(name, budget, seeds, out, device=device, threads=threads, log=log,
-                  tune=BUDGET_TUNE[budget] if tune is None else tune, interim=True)
-    grids = _grids(module, budget, out)
-    started = [g for g in grids if (out / g.key / "settings.json").exists()]
+
+
+def _run_interim(ctx: Context, module) -> None:
+    """An interim.md in every grid of ``ctx.out`` that has started (read only, no lock)."""
+    from ..compare import SETTINGS
+
+    grids = _grids(module, ctx.budget, ctx.out)
+    started = [g for g in grids if (ctx.out / g.key / SETTINGS).exists()]
     if not started:
-        raise ReproduceError(f"--interim: no grid of {name} has started in {out}")
+        raise ReproduceError(f"--interim: no grid of {ctx.name} has started in {ctx.out}")
     for grid in grids:
         if grid in started:
             ctx.run_grid(grid)
         else:
-            log(f"{out / grid.key}: not started")
+            ctx.log(f"{ctx.out / grid.key}: not started")
 
 
 def _grids(module, budget: str, out: Path) -> list:
