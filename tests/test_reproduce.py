@@ -3,6 +3,7 @@ data sources (report.md with the paper's columns and claim statuses, results.jso
 continues, bad input is one line before any training, the index, and the loaders it relies on."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import re
@@ -345,3 +346,18 @@ def test_only_splits_a_grid_over_two_clones_whose_merged_cells_write_the_report_
                        (("table7", "--only", "V", "--publish", tmp_path / "pub"), "no --publish")):
         code, _, err = reproduce(*args, "--budget", "smoke", "--out", tmp_path / "c")
         assert code == 2 and len(err.strip().splitlines()) == 1 and says in err, err
+
+
+def test_a_grid_sets_its_own_sweep_length():
+    """table4's cpu grid runs its sweep candidates for half its steps (its MLMs are still leaving the unigram
+    plateau at a quarter); every other setting of the budget's sweep stays, and a grid without one keeps it."""
+    from synthformer.reproduce import table4
+    from synthformer.reproduce.common import BUDGET_TUNE, Context
+
+    ctx = Context(name="table4", budget="cpu", seeds=None, out=Path("unused"), tune=BUDGET_TUNE["cpu"])
+    mlm = table4.grids("cpu")[0]
+    tune = ctx.tune_for(mlm)
+    assert tune.fraction == 0.5 and int(tune.fraction * mlm.train["steps"]) == 750
+    assert dataclasses.replace(tune, fraction=BUDGET_TUNE["cpu"].fraction) == BUDGET_TUNE["cpu"]
+    assert ctx.tune_for(dataclasses.replace(mlm, tune_fraction=None)) is BUDGET_TUNE["cpu"]
+    assert Context(name="table4", budget="smoke", seeds=None, out=Path("unused")).tune_for(mlm) is None

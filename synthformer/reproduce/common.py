@@ -94,6 +94,7 @@ class Grid:
     model: dict = field(default_factory=dict)  # ModelConfig overrides
     kind: str | None = None  # task kind for paper columns / claims (default from task and data)
     note: str = ""  # one paragraph under the title: what stands in for the paper's benchmark
+    tune_fraction: float | None = None  # steps of a sweep candidate as a fraction of the run's; None: the budget's
 
 
 @dataclass
@@ -148,8 +149,14 @@ class Context:
             if not only:
                 return None
         return compare(list(grid.variants), self.train_overrides(grid), dict(grid.model), self.out / grid.key,
-                       log=self.log, seeds=self.seeds, kind=grid.kind, tune=self.tune, reuse=True, only=only,
+                       log=self.log, seeds=self.seeds, kind=grid.kind, tune=self.tune_for(grid), reuse=True, only=only,
                        interim=self.interim)
+
+    def tune_for(self, grid: Grid) -> TuneConfig | None:
+        """The sweep of one grid: the budget's, with the grid's own candidate length where it sets one."""
+        if self.tune is None or grid.tune_fraction is None:
+            return self.tune
+        return dataclasses.replace(self.tune, fraction=grid.tune_fraction)
 
 
 def reuse(folder: Path, settings: dict, label: str, log=print) -> dict | None:
