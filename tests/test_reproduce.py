@@ -35,6 +35,19 @@ def test_table5_runs_base_plus_at_the_real_budgets_only():
     assert "T5 Base+" not in table5.variants("smoke") and table5.SPEC.seeds["smoke"] == 1
 
 
+def test_table5_cpu_pretrains_table4s_mlm_and_fine_tunes_within_its_position_table():
+    from synthformer.reproduce import table4, table5
+    from synthformer.train_config import TrainConfig
+
+    cpu, grid = table5.settings("cpu"), table4.grids("cpu")[0]
+    shape = {k: grid.model[k] for k in cpu["model"]}
+    assert cpu["model"] == shape and cpu["pretrain"]["seq_len"] == grid.train["seq_len"]  # table4's sized MLM
+    assert cpu["finetune"]["seq_len"] <= cpu["model"]["max_seq_len"]  # no untrained position rows
+    assert cpu["finetune"]["eval_test"] and cpu["finetune_examples"] is None  # whole test splits
+    TrainConfig(**cpu["pretrain"]), TrainConfig(**cpu["finetune"])  # valid fields
+
+
+
 def test_list_shows_every_name_with_data_variants_and_time():
     code, out, _ = run_in_process(main, "reproduce", "--list")
     assert code == 0
