@@ -239,17 +239,14 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
                       seeds: int = 1, seed: int = 0, preset: str = "tiny", device: str = "auto",
                       threads: int | None = 1, pretrain_data: str = "chitchat", finetune_examples: int | None = 4000,
                       pretrain: dict | None = None, finetune: dict | None = None, model: dict | None = None,
-                      extend: dict | None = None, tune: TuneConfig | None = None, log=print) -> dict:
+                      tune: TuneConfig | None = None, log=print) -> dict:
     """Pretrain an MLM encoder per variant (and seed) on `pretrain_data`, fine-tune it on every task of
     `tasks` (names of `SUITE`); write report.md and results.json into `out`; return the results.
 
     `variants`: encoder specs, and `BASE_PLUS` (with a +V mixture to match). `pretrain` / `finetune`
     are TrainConfig overrides of either stage, `model` ModelConfig overrides of both (the fine-tuned
-    classifier takes the pretrained encoder's shape; a `pooling` goes to it alone). `extend`: a second
-    MLM phase (TrainConfig overrides, e.g. longer blocks) that continues each pretrained encoder
-    (``init_from``) into ``out/pretrain-extend/<variant>`` before fine-tuning, as BERT's short-then-long
-    schedule; it takes the variant's tuned lr unless it sets its own. `tune`: the learning-rate sweep of
-    every variant's pretraining (`synthformer.tuning`; None: none). Fine-tuned tasks are scored on the
+    classifier takes the pretrained encoder's shape; a `pooling` goes to it alone). `tune`: the learning-rate
+    sweep of every variant's pretraining (`synthformer.tuning`; None: none). Fine-tuned tasks are scored on the
     test split when `finetune` sets ``eval_test``, else on validation (the paper's dev scores).
     `finetune_examples` caps each task's training examples (valid gets a tenth; None = all). Unknown
     variants or tasks, and sources that are not installed, fail before any training.
@@ -266,9 +263,6 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
     fine_base = TrainConfig(**{**base, **FINETUNE, "steps": finetune_steps, "max_examples": finetune_examples,
                                "warmup_steps": max(1, finetune_steps // 10), "checkpoint_every": finetune_steps,
                                **(finetune or {})})
-    ext_cfg = None if extend is None else TrainConfig(**{**base, **PRETRAIN, "data": pretrain_data,
-                                                         "checkpoint_every": extend.get("steps", pretrain_steps),
-                                                         **(pretrain or {}), **extend})
     seed_values = seed_list(seed, seeds)
     t0 = time.time()
     cache: dict = {}  # shared across variants: one pretraining tokenizer, one encoding per task and seed
@@ -296,9 +290,6 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
             pre_run = run_folder(out / "pretrain", _folder(name), s, seeds)
             pre = _run(dataclasses.replace(pre_cfg, **tuned, out=str(pre_run), seed=s), overrides, pre_data,
                        f"{tag} pretrain", log)
-            if ext_cfg is not None:
-                pre_run, pre = _extend(ext_cfg, extend, tuned, pre_run, out / "pretrain-extend", name, s, seeds,
-                                       model, cache, f"{tag} pretrain-extend", log)
             accuracies, ses, chance, runs = _finetune_tasks(fine_base, tasks, s, seeds, pre_run, pre, name,
                                                             pooling, cache, floors, out, tag, log)
             metrics = summarize(accuracies, tasks, ses)
@@ -313,31 +304,12 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
         rows.append({**_row(name, per_seed), "tuned": tuned, "sweep": scores,
                      **({"base_plus": base_plus} if name == BASE_PLUS else {})})
     settings = {"pretrain": pre_cfg.to_dict(), "finetune": fine_base.to_dict(), "model": model, "pooling": pooling,
-                "extend": ext_cfg.to_dict() if ext_cfg else None, "split": score_split(fine_base)}
+                "split": score_split(fine_base)}
     results = {"kind": KIND, "variants": rows, "floor": floor_row(floors, tasks, seed_values, score_split(fine_base)),
                "tasks": {t: dataclasses.asdict(SUITE[t]) for t in tasks}, "seeds": seed_values,
                "tuning": tune.to_dict() if tune else None, "base_plus": base_plus, "paper_label": LABEL,
                "settings": settings, "wall_s": time.time() - t0, "created": time.strftime("%Y-%m-%d %H:%M:%S")}
     return _judge_and_write(results, out, log)
-
-
-def _extend(cfg: TrainConfig, given: dict, tuned: dict, first: Path, root: Path, name: str, s: int, seeds: int,
-            model: dict, cache: dict, tag: str, log) -> tuple[Path, dict]:
-    """The second pretraining phase of one variant and seed: `cfg` started from the weights of `first`
-    (its tokenizer; its lr and table multiplier are the tuned ones unless `given` sets them).
-    Returns (its run folder, its result)."""
-    run = run_folder(root, _folder(name), s, seeds)
-    lr = {k: tuned[k] for k in ("lr", "table_lr_mult") if k in tuned and k not in given}
-    ext = dataclasses.replace(cfg, **lr, init_from=str(first), out=str(run), seed=s)
-    tokenizer = open_trained(first, log=log).tokenizer
-    key = ("extend", tokenizer_identity(tokenizer))
-
-    def data():
-        if key not in cache:
-            cache[key] = prepare(ext, {"max_seq_len": model.get("max_seq_len")} if model.get("max_seq_len") else {},
-                                 tokenizer, log=log)
-        return cache[key]
-    return run, _run(ext, {}, data, tag, log)
 
 
 def _judge_and_write(results: dict, out: Path, log) -> dict:
@@ -417,13 +389,10 @@ def report_markdown(results: dict) -> str:
     pre = results["settings"]["pretrain"]
     fine = results["settings"]["finetune"]
     blocks = f" of {pre['seq_len']} tokens" if pre.get("seq_len") else ""
-    ext = results["settings"].get("extend")
-    longer = (f", then {ext['steps']} steps x {ext['batch_size']} blocks of {ext['seq_len']} tokens from its weights"
-              if ext else "")
-    scored = ("test accuracy (the whole test split), %" if results["settings"].get("split") == "test"
+    scored = ("test accuracy, %" if results["settings"].get("split") == "test"
               else "dev (validation) accuracy, %")
     lines = [f"# Pretrain, then fine-tune (paper Tables 5-6): task kind {KIND}", "",
-             f"MLM pretraining on `{pre['data']}` ({pre['steps']} steps x {pre['batch_size']} blocks{blocks}{longer}), "
+             f"MLM pretraining on `{pre['data']}` ({pre['steps']} steps x {pre['batch_size']} blocks{blocks}), "
              f"then {fine['steps']} fine-tuning steps per task (at most {fine['max_examples'] or 'all'} training "
              f"examples), preset {pre['preset']}, seeds {results['seeds']}. Scores: {scored}.",
              "", "Tasks: " + "; ".join(f"**{t}** ({'pair' if results['tasks'][t]['pair'] else 'single'}: "
