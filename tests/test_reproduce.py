@@ -286,6 +286,8 @@ def test_lra_cpu_listops_trees_fit_the_model():
     seq_len = listops.train["seq_len"]
     assert listops.key == "listops" and seq_len == listops.model["max_seq_len"] == 1024
     assert listops.train["data_options"]["num_test"] == 2000  # LRA's test size
+    assert listops.train["steps"] * listops.train["batch_size"] >= 750 * 32  # past the measured jump to ~35%
+    assert listops.tune_fraction * listops.train["steps"] >= 750
     data, lengths = _encoded_lengths(listops, num_train=60, num_valid=5, num_test=5)  # the grid's lengths, fewer trees
     every = [n for split in lengths.values() for n in split]
     assert max(every) <= seq_len  # with the CLS token: no tree is cut
