@@ -303,9 +303,10 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
                 + f"; mean {metrics['accuracy']:.2f} ({time.time() - t0:.0f}s so far)")
         rows.append({**_row(name, per_seed), "tuned": tuned, "sweep": scores,
                      **({"base_plus": base_plus} if name == BASE_PLUS else {})})
+    split = score_split(fine_base)
     settings = {"pretrain": pre_cfg.to_dict(), "finetune": fine_base.to_dict(), "model": model, "pooling": pooling,
-                "split": score_split(fine_base)}
-    results = {"kind": KIND, "variants": rows, "floor": floor_row(floors, tasks, seed_values, score_split(fine_base)),
+                "split": split}
+    results = {"kind": KIND, "variants": rows, "floor": floor_row(floors, tasks, seed_values, split),
                "tasks": {t: dataclasses.asdict(SUITE[t]) for t in tasks}, "seeds": seed_values,
                "tuning": tune.to_dict() if tune else None, "base_plus": base_plus, "paper_label": LABEL,
                "settings": settings, "wall_s": time.time() - t0, "created": time.strftime("%Y-%m-%d %H:%M:%S")}

@@ -47,7 +47,6 @@ def test_table5_cpu_pretrains_table4s_mlm_and_fine_tunes_within_its_position_tab
     TrainConfig(**cpu["pretrain"]), TrainConfig(**cpu["finetune"])  # valid fields
 
 
-
 def test_list_shows_every_name_with_data_variants_and_time():
     code, out, _ = run_in_process(main, "reproduce", "--list")
     assert code == 0

@@ -57,8 +57,7 @@ SPEC = Spec(
     differences="LRA trains 4-layer models for 5k-35k steps on 96k ListOps trees, 25k IMDB reviews and 50k "
                 "CIFAR-10 images (1,024 grey pixels); here tiny encoders for a few hundred steps (ListOps: "
                 "1,000 steps of 32 on 16,000 trees generated to fit the model, 501-1,023 tokens at cpu, none cut), "
-                "windows of man "
-                "pages (1,023 bytes at cpu, 4,095 at gpu) and Fashion-MNIST (784 pixels). The cpu budget is far from convergence: LRA's own numbers "
+                "windows of man pages (1,023 bytes at cpu, 4,095 at gpu) and Fashion-MNIST (784 pixels). The cpu budget is far from convergence: LRA's own numbers "
                 "sit near chance on ListOps (~37%), so gaps here say little.",
     extra_claims=(("lra-retrieval", "LRA", "Retrieval (AAN, byte-level document matching): not available"),
                   ("lra-pathfinder", "LRA", "Pathfinder (32x32 path images): not available")),

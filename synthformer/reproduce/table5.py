@@ -7,10 +7,8 @@ gpu budgets the parameter-matched T5 Base+ (V with a wider FFN, matched to the l
 parameter count from the built models) runs too, so the "above T5 Base+" claims are checked."""
 from __future__ import annotations
 
-import dataclasses
-
 from ..compare import DEFAULT_SEEDS
-from .common import ReproduceError, Section, Spec, reuse
+from .common import ReproduceError, Section, Spec, per_budget, reuse
 from .table4 import MLM_CPU_MODEL, MLM_CPU_TRAIN, MLM_CPU_TUNE_FRACTION
 
 VARIANTS = ("V", "R", "D", "R+V", "D+V")
@@ -89,20 +87,13 @@ def settings(budget: str) -> dict:
                 finetune=dict(seq_len=256, batch_size=32, precision="bf16"), model={}, device="cuda")
 
 
-def tune(ctx):
-    """The pretraining sweep: the budget's, with table4's candidate length at cpu (the same MLM)."""
-    if ctx.tune is None or ctx.budget != "cpu":
-        return ctx.tune
-    return dataclasses.replace(ctx.tune, fraction=MLM_CPU_TUNE_FRACTION)
-
-
 def call(ctx) -> dict:
     """pretrain_finetune into out/finetune (reused when finished; continued otherwise)."""
     folder = ctx.out / "finetune"
     kw = settings(ctx.budget)
     seeds = ctx.seeds or DEFAULT_SEEDS
     names = list(variants(ctx.budget))
-    sweep = tune(ctx)
+    sweep = ctx.tune_with(per_budget(ctx.budget, None, MLM_CPU_TUNE_FRACTION, None))  # table4's candidate length
     done = reuse(folder, {"variants": names, "tasks": TASKS, **kw, "seeds": seeds,
                           "tune": sweep.to_dict() if sweep else None}, ctx.name, ctx.log)
     if done is not None:
