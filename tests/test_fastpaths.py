@@ -33,12 +33,13 @@ def run(layer, x, fast, **kw):
     return [out]
 
 
-@pytest.fixture(params=[1 << 22, 7], ids=["one-block", "many-blocks"])  # 7: blocks of one row
+@pytest.fixture(params=[1 << 22, 7, 27], ids=["one-block", "many-blocks", "row-blocks"])
 def block_elements(request, monkeypatch):
+    """7: blocks of one row; 27: blocks of three rows (at 9 keys), whose causal key range is a strided block."""
     monkeypatch.setattr(blocked_mod, "BLOCK_ELEMENTS", request.param)
-    if request.param == 7:  # the shared kernel too: blocks of one or two rows
-        monkeypatch.setattr(blocked_mod, "SHARED_BLOCK_ELEMENTS", 7)
-        monkeypatch.setattr(blocked_mod, "CAUSAL_SHARED_ROWS", 1)
+    if request.param < 1 << 22:  # the shared kernel too
+        monkeypatch.setattr(blocked_mod, "SHARED_BLOCK_ELEMENTS", request.param)
+        monkeypatch.setattr(blocked_mod, "CAUSAL_SHARED_ROWS", 1 if request.param == 7 else 3)
     return request.param
 
 

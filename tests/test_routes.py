@@ -249,6 +249,19 @@ def too_new(op):
     return (*op[:2], (99, 0), op[3])  # a minimum torch version no install has: the fallback runs
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_softmax_into_a_strided_block_writes_each_row_in_place(dtype):
+    """The causal shared kernel writes each row block's softmax into the first kend columns of its rows: a
+    strided block, which aten._softmax.out fills as if it were contiguous on torch 2.13 (the tail of each
+    row stays untouched and every row equals its own softmax)."""
+    torch.manual_seed(0)
+    s = torch.randn(5, 6, dtype=dtype)
+    buf = torch.full((5, 9), 7.0, dtype=dtype)
+    aten.softmax_into(s, buf[:, :6])
+    torch.testing.assert_close(buf[:, :6], torch.softmax(s, dim=-1))
+    assert (buf[:, 6:] == 7).all()
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_with_lse_fallback_equals_the_flash_kernel(causal, monkeypatch):
     torch.manual_seed(3)

@@ -9,8 +9,9 @@ here (:func:`private_op`); otherwise the function falls back to public PyTorch w
   which also returns the log-sum-exp of every row (the blocked backward rebuilds the weights from it).
   Fallback: ``torch.nn.functional.scaled_dot_product_attention``, no log-sum-exp (the backward then
   recomputes the softmax).
-* :func:`softmax_into` -- ``aten._softmax.out``: a softmax written into a given (strided) block of memory.
-  Fallback: ``torch.softmax`` then a copy.
+* :func:`softmax_into` -- ``aten._softmax.out``: a softmax written into a given contiguous block of memory.
+  Fallback (also for a strided block, which the op fills as if it were contiguous: torch 2.13, CPU):
+  ``torch.softmax`` then a copy.
 """
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def attention_with_lse(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = No
 def softmax_into(s: Tensor, out: Tensor) -> None:
     """``out[...] = softmax(s, dim=-1)`` without a temporary where the private op is there."""
     op = private_op(*SOFTMAX_OUT)
-    if op is None:
+    if op is None or not out.is_contiguous():  # the op writes a strided out as if it were contiguous (2.13)
         out.copy_(torch.softmax(s, dim=-1))
     else:
         op(s, -1, False, out=out)
