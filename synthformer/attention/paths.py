@@ -317,6 +317,11 @@ def _flex_fn(device: torch.device):
     if device.type != "cuda":
         return flex_attention
     if "cuda" not in _FLEX_COMPILED:
+        # dynamic=False compiles once per shape, dtype and mask form: a bench or a model with several lengths
+        # passes dynamo's default of 8, past which it would silently run the unfused eager kernel
+        config = torch._dynamo.config
+        name = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
+        setattr(config, name, max(getattr(config, name), 64))
         _FLEX_COMPILED["cuda"] = torch.compile(flex_attention, dynamic=False)
     return _FLEX_COMPILED["cuda"]
 
