@@ -12,6 +12,7 @@ OUT=${OUT:-benchmarks/results}
 DEVICE=${DEVICE:-cuda}
 PY=${PY:-python3}  # the GPU images name their torch interpreter python3
 BENCH_S=${BENCH_S:-270}  # the bench's share of the ~8 minutes; rows of finished groups are kept if it is cut
+PARTS=${PARTS:-123}  # which of the three parts to run (a rerun can skip what passed)
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 status=0
@@ -24,27 +25,30 @@ $PY -c "import torch, platform; print('torch', torch.__version__, 'python', plat
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 
 stamp "1. checks"
-timeout 150 $PY benchmarks/gpu_checks.py --device "$DEVICE" || { status=1; echo "checks FAILED or cut"; }
+[[ $PARTS == *1* ]] && { timeout 150 $PY benchmarks/gpu_checks.py --device "$DEVICE" || { status=1; echo "checks FAILED or cut"; }; }
 
 stamp "2. a small R+V LM, bf16, 256 tokens (two causal row blocks), trains and generates"
+[[ $PARTS == *2* ]] && {
 cat README.md CHANGELOG.md docs/*.md reproductions/*.md > "$work/text.txt"
 if timeout 90 $PY -m synthformer train --task lm --data "$work/text.txt" --attention R+V --preset tiny \
     --max_seq_len 256 --seq_len 256 --batch_size 4 --steps 60 --warmup_steps 10 --eval_every 0 --log_every 20 --vocab_size 1000 \
     --device "$DEVICE" --precision "$([ "$DEVICE" = cpu ] && echo fp32 || echo bf16)" --out "$work/run" \
   && timeout 30 $PY -m synthformer generate --run "$work/run" --device "$DEVICE" --max-new-tokens 20 "The layer"
-then echo "train + generate ok"; else status=1; echo "train/generate FAILED or cut"; fi
+then echo "train + generate ok"; else status=1; echo "train/generate FAILED or cut"; fi; }
 
 stamp "3. bench"
+if [[ $PARTS == *3* ]]; then
 jsonl="$OUT/issue13-$DEVICE.jsonl"
 if [ "$DEVICE" = cpu ]; then  # a try of the script: bf16 is emulated on most CPUs
   sizes=(--precision fp32 --lengths 256 --model-lengths 256 --model-tokens 2048 --repeats 2 --warmup 1)
 else sizes=(--precision fp32,bf16 --lengths 256,1024,4096 --model-lengths 256,1024 --model-tokens 8192 --repeats 10
-            --warmup 3); fi
+            --decode-repeats 3 --warmup 3); fi
 timeout "$BENCH_S" $PY -m synthformer.bench --device "$DEVICE" --scope layer,model --modes train,infer,decode \
   --variants V,R,Fix,FR,D,FD,R+V,D+V,dynamicconv,lightconv --preset small \
   --model-variants V,R,D,R+V,dynamicconv "${sizes[@]}" --out "$jsonl" "$@" || { status=1; echo "bench FAILED or cut"; }
 stamp "targets table"
 $PY -m synthformer.bench --report "$jsonl" | tee "$OUT/issue13-$DEVICE.md" || status=1
+fi
 rm -rf "$work"
 stamp "done, status $status"
 exit $status

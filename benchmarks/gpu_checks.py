@@ -90,7 +90,11 @@ def check_flex(device, spec: str, causal: bool, padded: bool) -> str:
         params = [p for p in attn.parameters() if p.requires_grad]
         grads = torch.autograd.grad(got, params, g, allow_unused=True)
         wgrads = torch.autograd.grad(want, params, g, allow_unused=True)
-        gerr = max(rel(a, b) for a, b in zip(grads, wgrads) if b is not None)
+        # against the largest gradient too: the key bias's true gradient is zero (softmax ignores a per-row
+        # constant), so its own scale is float noise
+        top = max(b.abs().max().item() for b in wgrads if b is not None)
+        gerr = max(((a - b).abs().max() / max(b.abs().max().item(), 1e-2 * top)).item()
+                   for a, b in zip(grads, wgrads) if b is not None)
         msg += f", grad rel err {gerr:.1e}"
         assert gerr < 1e-3, msg
     return msg

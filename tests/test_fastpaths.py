@@ -228,3 +228,25 @@ def test_shared_kernel_matches_the_literal_equations(shift, with_scale, block_el
     w = torch.randn_like(want)
     for a, c in zip(torch.autograd.grad((got * w).sum(), inputs), torch.autograd.grad((want * w).sum(), inputs)):
         torch.testing.assert_close(a, c)
+
+
+@pytest.mark.parametrize("spec", ["FD", "R"])  # _BlockedAttention, _SharedBiasAttention
+def test_blocked_backward_runs_outside_autocast(spec, monkeypatch):
+    """A backward called inside an autocast region (the bench's step) runs our kernels' backward without
+    autocast: CUDA's autocast casts their softmax to fp32 against bf16 blocks (it crashed on an H200)."""
+    seen = []
+    for name in ("_blocked_backward", "_shared_blocks"):  # called by each backward
+        real = getattr(blocked_mod, name)
+
+        def spy(*a, real=real, **kw):
+            seen.append(torch.is_autocast_enabled("cpu"))
+            return real(*a, **kw)
+        monkeypatch.setattr(blocked_mod, name, spy)
+    layer = SyntheticAttention(D, H, N, spec).train()
+    x = torch.randn(2, N, D, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, _ = layer(x)
+        seen.clear()  # the forward's calls
+        out.float().sum().backward()
+    assert seen and not any(seen)
+    assert torch.isfinite(x.grad).all()

@@ -101,7 +101,8 @@ class _BlockedAttention(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dout):
-        return _blocked_backward(ctx, dout)
+        with torch.autocast(dout.device.type, enabled=False):  # a backward called under autocast (CUDA's casts
+            return _blocked_backward(ctx, dout)  # softmax to fp32): the forward's one dtype, as the forward ran
 
 
 def _fused_forward(q, k, v, sb, blocked, plain_causal) -> tuple[Tensor, Tensor | None]:
@@ -247,6 +248,11 @@ class _SharedBiasAttention(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dout):
+        with torch.autocast(dout.device.type, enabled=False):  # as _BlockedAttention.backward
+            return _SharedBiasAttention._backward(ctx, dout)
+
+    @staticmethod
+    def _backward(ctx, dout):
         bias, scale, v, blocked, out = ctx.saved_tensors
         p, ctx.p = ctx.p, None
         if p is None:  # backward again (retain_graph): the first one consumed the weights
