@@ -40,6 +40,7 @@ from pathlib import Path
 import torch
 
 from .checkpoint import RunError, latest_checkpoint, load_state, rank_state, save_checkpoint
+from .data import DataError
 from .distributed import Dist, barrier, gather, setup_distributed
 from .evaluation import evaluate
 from .finetune import from_pretrained, init_encoder, pretrained_encoder
@@ -106,6 +107,16 @@ def _build(cfg: TrainConfig, model_cfg: ModelConfig, data: TaskData, d: Dist, de
     return Parts(data, model_cfg, model, optimizer, batcher, mask_generator)
 
 
+def _check_eval_splits(cfg: TrainConfig, data: TaskData) -> None:
+    """The splits the run will evaluate batch at its sizes: a split too small fails now, not after training."""
+    for split in ("valid", "test") if cfg.eval_test else ("valid",):
+        try:
+            data.task.batches(data.encoded[split], data.tokenizer, data.seq_len, cfg.batch_size,
+                              max_tokens=cfg.max_tokens, shuffle=False)
+        except DataError as e:
+            raise DataError(f"the {split} split cannot be evaluated: {e}") from None
+
+
 # ----------------------------------------------------------------------------- a new run, a resumed run
 def _start(cfg: TrainConfig, overrides: dict, data: TaskData | None, out: Path, d: Dist, device: torch.device,
            say) -> Parts:
@@ -118,6 +129,7 @@ def _start(cfg: TrainConfig, overrides: dict, data: TaskData | None, out: Path, 
     if d.main:
         data = data or prepare(cfg, overrides, tokenizer, log=say)
         parts = _build(cfg, model_config(cfg, overrides, data), data, d, device)
+        _check_eval_splits(cfg, data)
         if source is not None:
             n = init_encoder(parts.model, source.to(device), cfg.init_from)
             say(f"init_from {cfg.init_from}: {n} encoder tensors ({source.config.kind}, attention={source.config.attention})")

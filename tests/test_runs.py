@@ -224,6 +224,7 @@ def _sizes(**changed) -> list[str]:
 @pytest.mark.parametrize("changed,needles", [
     ({"vocab_size": 200}, ["vocab_size=200", ">= 262"]),
     ({"batch_size": 5000}, ["too few for batch_size=5000"]),
+    ({"seq_len": 48, "max_seq_len": 64, "max_examples": 8}, ["the valid split cannot be evaluated", "too few"]),  # before training
 ])
 def test_sizes_that_do_not_fit_are_one_line_errors_and_leave_nothing(text, tmp_path, changed, needles):
     out = tmp_path / "run"
