@@ -34,3 +34,5 @@ python -m synthformer.bench --threads 1 --no-memory --repeats 3 --scope layer --
 # 6. Session 10: the whole-step rows of 13.4 after the causal strided-softmax fix.
 python -m synthformer.bench --scope model --modes train --model-lengths 256,1024 --model-variants V,R,dynamicconv \
   --preset small --model-tokens 8192 --threads 1 --repeats 3 --warmup 1 --out "$OUT/issue13-s10-causal-fix-model.jsonl"
+python -m synthformer.bench --threads 1 --no-memory --repeats 3 --scope layer --modes train --causal \
+  --lengths 256,1024,4096 --variants V,R,Fix,R+V --precision fp32 --out "$OUT/issue13-s10-layer-causal.jsonl"
