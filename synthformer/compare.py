@@ -119,7 +119,7 @@ def check_settings(folder: Path, settings: dict, error=CompareError, record: boo
     Refused (`error`, one line): a folder run with other settings (naming the keys that differ), and
     results or runs without a settings file -- reusing either would report numbers of another
     configuration under this one's name. A setting the stored file lacks counts as None: a config field
-    added since, with a None default, still matches folders recorded before it (as `_check_cell` does
+    added since, with a None default, still matches folders recorded before it (as `check_cell` does
     for runs). `compare` and `reproduce` share this check. With `record`
     false a new folder's settings are left to `record_settings` (once its inputs proved good)."""
     settings = json.loads(json.dumps(settings))  # as stored: tuples -> lists
@@ -376,13 +376,13 @@ class _Cells:
         run = Path(cfg.out)
         if (run / "done.json").exists():
             result = read_done(run)  # verified against the run manifest; one line when damaged
-            _check_cell(run, result, cfg, model_overrides)
+            check_cell(run, result, cfg, model_overrides)
             self.log(f"{tag}: finished earlier, reusing {run}")
             if self.reuse_only:
                 return result
         elif not run.exists() and (kept := load_cell(self.out, run)) is not None:
             result = kept["result"]
-            _check_cell(cell_file(self.out, run), result, cfg, model_overrides)
+            check_cell(cell_file(self.out, run), result, cfg, model_overrides)
             self.log(f"{tag}: finished earlier, reusing its cell {cell_file(self.out, run)}")
             return result
         elif self.reuse_only:
@@ -396,7 +396,7 @@ class _Cells:
         return result
 
 
-def _check_cell(run: Path, result: dict, cfg, model_overrides: dict) -> None:
+def check_cell(run: Path, result: dict, cfg, model_overrides: dict) -> None:
     """A finished run (its folder ``run``, or its cell file) is reused only when it was trained with the
     config this comparison asks of it."""
     from .train import RESUME_FREE

@@ -20,6 +20,10 @@ The evidence rules of DESIGN.md section 7 apply as in `synthformer.compare`:
   (`tuning.sweep`, chosen on the MLM validation loss; candidates in ``out/tune/<variant>``); the
   fine-tuning learning rate is the same fixed value for all. The chosen values are in each row's
   "tuned" and the report;
+- with `reuse` (a comparison folder of the same MLM pretraining, e.g. table4's grid) its finished runs stand
+  in for this suite's: a sweep candidate by its run folder or its cell (the sweep needs the score only), a
+  seed's pretraining by its run folder (fine-tuning needs the weights); each is checked to have this
+  suite's settings and model (`compare.check_cell`), a mismatch is one error;
 - ``T5 Base+`` (`BASE_PLUS`) is V with its FFN widened until its parameter count matches the largest
   +V mixture of the run within 1% (`matched_ffn`, from the built pretraining models), the paper's
   parameter-matched baseline.
@@ -46,7 +50,8 @@ from pathlib import Path
 from typing import Sequence
 
 from .claims import evaluate as evaluate_claims, finding_line, select as select_claims
-from .compare import intervals, mean_std, run_folder, seed_list, variant_name, with_floor
+from .cells import load_cell
+from .compare import check_cell, intervals, mean_std, run_folder, seed_list, variant_name, with_floor
 from .data.sources import SOURCES
 from .data.prepare import SourceNotInstalledError
 from .errors import ConfigError
@@ -55,6 +60,7 @@ from .mixers.registry import check_slot
 from .reference_results import CITATION, LABEL, TABLE5, TABLE6_SUPERGLUE, glue_summary
 from .plan import model_config, open_trained, prepare, tokenizer_identity
 from .report import _fmt_stat, table_markdown, tuning_markdown
+from .runs import read_done
 from .train import TrainConfig, train
 from .tuning import TuneConfig, sweep, untuned
 
@@ -136,6 +142,29 @@ def _run(cfg: TrainConfig, overrides: dict, data, label: str, log) -> dict:
     resume = (out / "config.json").exists()
     return train(dataclasses.replace(cfg, resume=resume), overrides, data=None if resume else data(),
                  label=label, log=log)
+
+
+def _pretrain(cfg: TrainConfig, overrides: dict, data, label: str, log, theirs: Path | None = None,
+              cells: Path | None = None) -> tuple[Path, dict]:
+    """(run folder, result) of one pretraining run. `theirs`: the same run in a `reuse` folder, taken when it
+    finished there (its done.json; with `cells`, that folder, also its cell: a sweep needs no weights) and this
+    run has not finished here; else cfg.out, trained, resumed or reused by `_run`."""
+    if theirs is not None and not (Path(cfg.out) / "done.json").exists():
+        if (theirs / "done.json").exists():
+            result = read_done(theirs)
+        else:
+            kept = load_cell(cells, theirs) if cells is not None else None
+            result = kept["result"] if kept else None
+        if result is not None:
+            check_cell(theirs, result, cfg, overrides)
+            model = result.get("model") or {}
+            other = [f"{k} {model.get(k)} (now {v})" for k, v in overrides.items() if model.get(k) != v]
+            if other:
+                raise ConfigError(f"{theirs} pretrained another model: {', '.join(other)}; reuse a folder of the "
+                                  f"same pretraining")
+            log(f"{label}: finished in {theirs}, reusing it")
+            return theirs, result
+    return Path(cfg.out), _run(cfg, overrides, data, label, log)
 
 
 def count_params(cfg: TrainConfig, overrides: dict, data) -> int:
@@ -239,14 +268,15 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
                       seeds: int = 1, seed: int = 0, preset: str = "tiny", device: str = "auto",
                       threads: int | None = 1, pretrain_data: str = "chitchat", finetune_examples: int | None = 4000,
                       pretrain: dict | None = None, finetune: dict | None = None, model: dict | None = None,
-                      tune: TuneConfig | None = None, log=print) -> dict:
+                      tune: TuneConfig | None = None, reuse: str | Path | None = None, log=print) -> dict:
     """Pretrain an MLM encoder per variant (and seed) on `pretrain_data`, fine-tune it on every task of
     `tasks` (names of `SUITE`); write report.md and results.json into `out`; return the results.
 
     `variants`: encoder specs, and `BASE_PLUS` (with a +V mixture to match). `pretrain` / `finetune`
     are TrainConfig overrides of either stage, `model` ModelConfig overrides of both (the fine-tuned
     classifier takes the pretrained encoder's shape; a `pooling` goes to it alone). `tune`: the learning-rate
-    sweep of every variant's pretraining (`synthformer.tuning`; None: none). Fine-tuned tasks are scored on the
+    sweep of every variant's pretraining (`synthformer.tuning`; None: none). `reuse`: a comparison folder of
+    the same pretraining whose finished runs stand in for this suite's (module docstring). Fine-tuned tasks are scored on the
     test split when `finetune` sets ``eval_test``, else on validation (the paper's dev scores).
     `finetune_examples` caps each task's training examples (valid gets a tenth; None = all). Unknown
     variants or tasks, and sources that are not installed, fail before any training.
@@ -278,18 +308,20 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
     for i, name in enumerate(names):
         overrides = {**model, "attention": _attention(name), **({"ffn_dim": base_plus["ffn_dim"]} if
                                                                 name == BASE_PLUS else {})}
+        theirs = Path(reuse) if reuse is not None and name != BASE_PLUS else None  # Base+ has no counterpart
         if tune:
             root = out if name == _attention(name) else out / _folder(name)  # T5 Base+: its own V candidates
-            tuned, scores = sweep(_attention(name), pre_cfg, overrides, root, tune,
-                                  lambda c, o, tag: _run(c, o, pre_data, tag, log), log)
+            tuned, scores = sweep(_attention(name), pre_cfg, overrides, root, tune, lambda c, o, tag: _pretrain(
+                c, o, pre_data, tag, log, theirs and theirs / Path(c.out).relative_to(root), theirs)[1], log)
         else:
             tuned, scores = untuned(pre_cfg), []
         per_seed = []
         for s in seed_values:
             tag = f"[{i + 1}/{len(names)}] {name}" + (f" seed {s}" if seeds > 1 else "")
-            pre_run = run_folder(out / "pretrain", _folder(name), s, seeds)
-            pre = _run(dataclasses.replace(pre_cfg, **tuned, out=str(pre_run), seed=s), overrides, pre_data,
-                       f"{tag} pretrain", log)
+            pre_run, pre = _pretrain(
+                dataclasses.replace(pre_cfg, **tuned, out=str(run_folder(out / "pretrain", _folder(name), s, seeds)),
+                                    seed=s), overrides, pre_data, f"{tag} pretrain", log,
+                theirs and run_folder(theirs, name, s, seeds))
             accuracies, ses, chance, runs = _finetune_tasks(fine_base, tasks, s, seeds, pre_run, pre, name,
                                                             pooling, cache, floors, out, tag, log)
             metrics = summarize(accuracies, tasks, ses)

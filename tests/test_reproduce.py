@@ -47,6 +47,42 @@ def test_table5_cpu_pretrains_table4s_mlm_and_fine_tunes_within_its_position_tab
     TrainConfig(**cpu["pretrain"]), TrainConfig(**cpu["finetune"])  # valid fields
 
 
+def test_table5_reuse_fine_tunes_table4s_runs_and_refuses_other_settings(tmp_path):
+    """`reproduce table5 --reuse` takes table4's finished MLM runs of the same budget as its pretraining (the
+    same config, checked), trains none of its own for them, and refuses a folder of other settings or none."""
+    from synthformer.errors import SynthformerError
+    from synthformer.finetune_suite import _pretrain
+    from synthformer.reproduce import table4, table5
+    from synthformer.train_config import TrainConfig
+
+    for source in names()["table5"].SPEC.sources:
+        ensure_source(source)
+    t4, t5 = tmp_path / "t4", tmp_path / "t5"
+    code, _, err = reproduce("table4", "--budget", "smoke", "--out", t4)
+    assert code == 0, err
+    code, _, err = reproduce("table5", "--budget", "smoke", "--out", t5, "--reuse", t4)
+    assert code == 0, err
+    grid = t4 / table4.grids("smoke")[0].key
+    rows = json.loads((t5 / "finetune" / "results.json").read_text())["variants"]
+    assert {r["variant"] for r in rows} == set(table5.VARIANTS)
+    for r in rows:  # every seed fine-tuned table4's run, and no pretraining ran in table5's folder
+        assert all(Path(s["pretrain"]["run"]).parent == grid for s in r["seeds"]), r["seeds"]
+    assert not (t5 / "finetune" / "pretrain").exists() and f"finished in {grid}" in err
+    # a run there of other settings or another model is refused, naming what differs
+    result = json.loads((grid / "V" / "done.json").read_text())
+    train = {k: v for k, v in result["train"].items() if k in {f.name for f in dataclasses.fields(TrainConfig)}}
+    cfg = TrainConfig(**{**train, "batch_size": train["batch_size"] + 1, "out": str(tmp_path / "mine")})
+    with pytest.raises(SynthformerError, match="batch_size"):
+        _pretrain(cfg, {"attention": "V"}, None, "V", print, grid / "V")
+    cfg = dataclasses.replace(cfg, batch_size=train["batch_size"])
+    with pytest.raises(SynthformerError, match="pretrained another model: embed_dim"):
+        _pretrain(cfg, {"attention": "V", "embed_dim": 24}, None, "V", print, grid / "V")
+    code, _, err = reproduce("table5", "--budget", "smoke", "--out", tmp_path / "t5c", "--reuse", tmp_path / "none")
+    assert code == 2 and "no table4 MLM grid there" in err.strip().splitlines()[-1]
+    code, _, err = reproduce("table2", "--budget", "smoke", "--out", tmp_path / "t2", "--reuse", t4)
+    assert code == 2 and "--reuse is table5's" in err.strip().splitlines()[-1]
+
+
 def test_list_shows_every_name_with_data_variants_and_time():
     code, out, _ = run_in_process(main, "reproduce", "--list")
     assert code == 0

@@ -34,6 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated: train only these variants' cells (sweep and seeds) and write no report; "
                         "to split a grid over machines, each running its share on a clone of --out, then merging "
                         "the cells/ folders (the command without --only then writes the report)")
+    p.add_argument("--reuse", metavar="DIR", default=None,
+                   help="table5: the --out of a `reproduce table4` run of the same budget, whose finished MLM sweep "
+                        "cells and seed runs stand in for table5's pretraining (the same runs; the paper fine-tunes "
+                        "the models it pretrains); runs not finished there are trained here")
     p.add_argument("--interim", action="store_true",
                    help="train nothing: in every grid of --out that has started, write interim.md from the variants "
                         "whose sweep and seeds have all finished (claims naming an unfinished one are left out); "
@@ -70,7 +74,7 @@ def run(args, rest: list[str]) -> int:
                              "--publish")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     reproduce(opts.name, budget=opts.budget, seeds=opts.seeds, out=opts.out, device=opts.device,
-              threads=opts.threads, log=log, only=only, interim=opts.interim)
+              threads=opts.threads, log=log, only=only, interim=opts.interim, reuse=opts.reuse)
     if opts.publish:
         from ..reproduce import default_out
 

@@ -88,14 +88,15 @@ def open_folder(out: Path, name: str, budget: str, seeds: int | None) -> None:
 
 def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: str | Path | None = None,
               device: str | None = None, threads: int | None = None, log=print, tune=None,
-              only: list[str] | None = None, interim: bool = False) -> dict | None:
+              only: list[str] | None = None, interim: bool = False, reuse: str | Path | None = None) -> dict | None:
     """Run one name at a budget into `out`; returns the results dict written to out/results.json (None
     with `only`: just those variants' cells are trained, in every grid that has them; None with
     `interim`: nothing is trained, and every started grid writes interim.md from its finished variants).
 
     `seeds`: per variant (default the name's for the budget; None there is compare's default: 3, or 5
     for validation splits under 200 items). `tune`: a `tuning.TuneConfig`, or None for the budget's
-    (the default sweep at cpu and gpu, none at smoke)."""
+    (the default sweep at cpu and gpu, none at smoke). `reuse` (table5 only): a table4 reproduction folder of
+    the same budget whose finished MLM runs stand in for table5's pretraining."""
     module = get(name)
     spec = module.SPEC
     check_budget(budget)
@@ -106,6 +107,8 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
         raise ReproduceError(f"--threads {threads} must be >= 1")
     check_sources(spec)
     out = Path(out) if out else default_out(name, budget)
+    if reuse is not None and name != "table5":
+        raise ReproduceError(f"--reuse is table5's (a table4 folder whose MLM runs it fine-tunes), not {name}'s")
     if interim:
         _check_interim(module, name, out)
     grids, only = only_grids(module, name, budget, out, only) if only is not None else ([], None)
@@ -113,7 +116,8 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
         module.check()  # e.g. table5: the fine-tuning pipeline is installed
     open_folder(out, name, budget, seeds)
     ctx = Context(name, budget, seeds, out, device=device, threads=threads, log=log,
-                  tune=BUDGET_TUNE[budget] if tune is None else tune, only=only, interim=interim)
+                  tune=BUDGET_TUNE[budget] if tune is None else tune, only=only, interim=interim,
+                  reuse=None if reuse is None else Path(reuse))
     if interim:
         _run_interim(ctx, module)
         return None

@@ -124,6 +124,7 @@ class Context:
     tune: TuneConfig | None = None  # the sweep every variant gets (None: none)
     only: tuple | None = None  # train only these variants' cells, write no results (a grid split over machines)
     interim: bool = False  # train nothing: each started grid writes interim.md from its finished variants
+    reuse: Path | None = None  # table5: a table4 reproduction folder whose finished MLM runs stand in for its own
 
     @property
     def seeds_text(self) -> str:

@@ -7,9 +7,12 @@ gpu budgets the parameter-matched T5 Base+ (V with a wider FFN, matched to the l
 parameter count from the built models) runs too, so the "above T5 Base+" claims are checked."""
 from __future__ import annotations
 
-from ..compare import DEFAULT_SEEDS
+from pathlib import Path
+
+from ..compare import DEFAULT_SEEDS, SETTINGS
 from .common import ReproduceError, Section, Spec, per_budget, reuse
-from .table4 import MLM_CPU_MODEL, MLM_CPU_TRAIN, MLM_CPU_TUNE_FRACTION
+from .table4 import MLM_CPU_TUNE_FRACTION
+from .table4 import grids as table4_grids
 
 VARIANTS = ("V", "R", "D", "R+V", "D+V")
 BASE_PLUS = "T5 Base+"  # finetune_suite.BASE_PLUS: added at the cpu and gpu budgets
@@ -26,7 +29,8 @@ SPEC = Spec(
     variants=", ".join(VARIANTS) + f"; {BASE_PLUS} (V with the parameter count of the largest +V mixture) at "
                                     "the cpu and gpu budgets",
     minutes={"smoke": "< 1 min", "cpu": "~14 core-hours (6 variants: pretraining sweep and 3 seeds as table4's, "
-             "then ~15 min of fine-tuning a seed)", "gpu": "~3.5 h"},
+             "then ~15 min of fine-tuning a seed); --reuse of a finished table4 grid spares the pretraining of the "
+             "5 variants both run", "gpu": "~3.5 h"},
     seeds={"smoke": 1, "cpu": None, "gpu": None},
     sources=("chitchat", "sentiment", "fortunes", "bible-paraphrase"),
     tables=("Table 5", "Table 6"),
@@ -70,18 +74,29 @@ def variants(budget: str) -> tuple:
     return VARIANTS if budget == "smoke" else (*VARIANTS, BASE_PLUS)
 
 
+def table4_pretraining(budget: str) -> tuple[dict, dict]:
+    """table4's MLM grid at `budget` as the suite's pretraining: its whole TrainConfig (compare's defaults under
+    the grid's options, less what may change between runs) and its model, so that every pretraining run is
+    one of table4's runs and `--reuse` can take table4's finished ones."""
+    from ..compare import DEFAULTS
+    from ..train import RESUME_FREE
+
+    grid = table4_grids(budget)[0]
+    return {k: v for k, v in {**DEFAULTS, **grid.train}.items() if k not in RESUME_FREE}, dict(grid.model)
+
+
 def settings(budget: str) -> dict:
     """pretrain_finetune's arguments at a budget."""
     if budget == "smoke":
-        small = dict(max_examples=40, seq_len=32, vocab_size=300, eval_batches=1, final_eval_batches=1,
-                     log_every=1, warmup_steps=1)
-        return dict(pretrain_steps=2, finetune_steps=2, finetune_examples=40, preset="tiny",
-                    pretrain=small, finetune=dict(seq_len=32, final_eval_batches=1, log_every=1, warmup_steps=1),
-                    model=dict(max_seq_len=32))
+        pretrain, model = table4_pretraining(budget)
+        return dict(pretrain_steps=pretrain["steps"], finetune_steps=2, finetune_examples=40, preset=pretrain["preset"],
+                    pretrain=pretrain, finetune=dict(seq_len=32, final_eval_batches=1, log_every=1, warmup_steps=1),
+                    model=model)
     if budget == "cpu":  # table4's MLM; fine-tuning at the pretraining's 32 tokens (reproductions/NOTES.md, table5)
-        return dict(pretrain_steps=MLM_CPU_TRAIN["steps"], finetune_steps=FINETUNE_CPU_STEPS, finetune_examples=None,
-                    preset="tiny", pretrain=dict(MLM_CPU_TRAIN),
-                    finetune=dict(seq_len=MLM_CPU_TRAIN["seq_len"], eval_test=True), model=dict(MLM_CPU_MODEL))
+        pretrain, model = table4_pretraining(budget)
+        return dict(pretrain_steps=pretrain["steps"], finetune_steps=FINETUNE_CPU_STEPS, finetune_examples=None,
+                    preset=pretrain["preset"], pretrain=pretrain,
+                    finetune=dict(seq_len=pretrain["seq_len"], eval_test=True), model=model)
     return dict(pretrain_steps=20000, finetune_steps=3000, finetune_examples=None, preset="small",
                 pretrain=dict(seq_len=256, batch_size=64, vocab_size=8000, precision="bf16", warmup_steps=1000),
                 finetune=dict(seq_len=256, batch_size=32, precision="bf16"), model={}, device="cuda")
@@ -106,7 +121,18 @@ def call(ctx) -> dict:
     elif ctx.budget != "gpu":
         kw["threads"] = 1
     # the same pretraining lr sweep for every variant (synthformer.tuning) at cpu and gpu; none at smoke
-    return fn(names, TASKS, folder, seeds=seeds, tune=sweep, log=ctx.log, **kw)
+    return fn(names, TASKS, folder, seeds=seeds, tune=sweep, reuse=reused_grid(ctx.reuse), log=ctx.log, **kw)
+
+
+def reused_grid(folder: Path | None) -> Path | None:
+    """The MLM grid of a table4 reproduction folder (`reproduce table5 --reuse`); one line when it holds none."""
+    if folder is None:
+        return None
+    grid = folder / table4_grids("smoke")[0].key
+    if not (grid / SETTINGS).is_file():
+        raise ReproduceError(f"--reuse {folder}: no table4 MLM grid there ({grid / SETTINGS} is missing); give the "
+                             f"--out of a `synthformer reproduce table4` run of the same budget")
+    return grid
 
 
 def run(ctx):
