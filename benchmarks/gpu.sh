@@ -3,16 +3,17 @@
 # learned full logits beside a dot product equals the literal equations in value and gradient, and every
 # variant, mixture and baseline trains a step in fp32 and bf16 autocast, checked against the literal path;
 # (2) a small R+V language model trains under bf16 on the GPU, beyond one causal block, and generates;
-# (3) every layer ratio (fp32 and bf16), the small-LM step and decoding, with the targets table.
-# Run from the repository root (PYTHONPATH=. or an install); commit $OUT's JSONL and table with the GPU's name.
-# Each part has a time limit: a part cut short keeps what it wrote, and the script still ends in time.
-# DEVICE=cpu runs the same parts on the CPU (smaller bench) to try the script before a GPU is lent.
+# (3) benchmarks/gpu_routes.py -- R, Fix and FR train steps through today's path and through shared_softmax
+# (the route to choose on a GPU); (4) every layer ratio (fp32 and bf16), the small-LM step and decoding, with
+# the targets table. Run from the repository root (PYTHONPATH=. or an install); commit $OUT's files and the
+# table with the GPU's name. Each part has a time limit: a part cut short keeps what it wrote, and the script
+# still ends in time. DEVICE=cpu runs the same parts on the CPU (smaller) to try the script before a GPU is lent.
 set -uo pipefail
 OUT=${OUT:-benchmarks/results}
 DEVICE=${DEVICE:-cuda}
 PY=${PY:-python3}  # the GPU images name their torch interpreter python3
 BENCH_S=${BENCH_S:-270}  # the bench's share of the ~8 minutes; rows of finished groups are kept if it is cut
-PARTS=${PARTS:-123}  # which of the three parts to run (a rerun can skip what passed)
+PARTS=${PARTS:-1234}  # which of the four parts to run (a rerun can skip what passed)
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 status=0
@@ -36,8 +37,12 @@ if timeout 90 $PY -m synthformer train --task lm --data "$work/text.txt" --atten
   && timeout 30 $PY -m synthformer generate --run "$work/run" --device "$DEVICE" --max-new-tokens 20 "The layer"
 then echo "train + generate ok"; else status=1; echo "train/generate FAILED or cut"; fi; }
 
-stamp "3. bench"
-if [[ $PARTS == *3* ]]; then
+stamp "3. routes of shared logits"
+[[ $PARTS == *3* ]] && { timeout 120 $PY benchmarks/gpu_routes.py --device "$DEVICE" --repeats 10 \
+  | tee "$OUT/routes-$DEVICE.md" || { status=1; echo "routes FAILED or cut"; }; }
+
+stamp "4. bench"
+if [[ $PARTS == *4* ]]; then
 jsonl="$OUT/issue13-$DEVICE.jsonl"
 if [ "$DEVICE" = cpu ]; then  # a try of the script: bf16 is emulated on most CPUs
   sizes=(--precision fp32 --lengths 256 --model-lengths 256 --model-tokens 2048 --repeats 2 --warmup 1)

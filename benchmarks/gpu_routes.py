@@ -1,0 +1,75 @@
+"""Which path should logits shared by the batch (R, Fix, FR) take in training on a GPU? The H200 run of
+benchmarks/gpu.sh found the CPU-tuned ``shared_blocked`` kernel (Python loops over heads and row blocks)
+launch-bound there: R 0.77x V at L=256, 0.36x at 4096. This times a training step of one layer through
+the path chosen today and through ``shared_softmax`` forced (one (H, L, L) softmax and one GEMM with the
+batch folded, autograd's backward), checks that both give the same output and gradients, and prints V
+beside them, so that the next GPU session can decide the route from a measurement.
+
+    python benchmarks/gpu_routes.py --device cuda    # --device cpu tries it here (small sizes)
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from gpu_checks import Taken, rel  # benchmarks/ is the script's folder, on sys.path
+from synthformer import SyntheticAttention
+from synthformer.attention import paths
+
+
+def step_time(layer, x, device, repeats: int, force: paths.Path | None) -> tuple[float, list]:
+    """Median ms of forward + backward, and the output and gradients of the last step."""
+    times = []
+    for i in range(repeats + 2):  # two warm-ups
+        layer.zero_grad(set_to_none=True)
+        x.grad = None
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with Taken(force):
+            out, _ = layer(x)
+        out.backward(torch.ones_like(out))
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        if i >= 2:
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times), [out.detach(), x.grad] + [p.grad for p in layer.parameters()]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--lengths", default=None, help="comma-separated (default: 256,1024,4096; cpu: 256)")
+    ap.add_argument("--repeats", type=int, default=10)
+    args = ap.parse_args()
+    device = torch.device(args.device)
+    lengths = [int(v) for v in (args.lengths or ("256" if device.type == "cpu" else "256,1024,4096")).split(",")]
+    d, h, tokens = 256, 4, 8192
+    print(f"{torch.cuda.get_device_name() if device.type == 'cuda' else 'cpu'}, torch {torch.__version__}; "
+          f"one layer d={d}, H={h}, {tokens} tokens, train step (ms, median of {args.repeats})")
+    print("| L | causal | V | spec | today's path | ms | shared_softmax ms | today / shared_softmax | equal |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for length in lengths:
+        for causal in (False, True):
+            torch.manual_seed(0)
+            x = torch.randn(max(1, tokens // length), length, d, device=device, requires_grad=True)
+            v_ms, _ = step_time(SyntheticAttention(d, h, length, "V", causal=causal).to(device), x, device,
+                                args.repeats, None)
+            for spec in ("R", "Fix", "FR"):
+                layer = SyntheticAttention(d, h, length, spec, causal=causal).to(device).train()
+                with Taken() as t:
+                    layer(x)
+                today, got = step_time(layer, x, device, args.repeats, None)
+                forced, want = step_time(layer, x, device, args.repeats, paths.Path.SHARED_SOFTMAX)
+                err = max(rel(a, b) for a, b in zip(got, want) if b is not None)
+                print(f"| {length} | {causal} | {v_ms:.2f} | {spec} | {t.paths[0].value} | {today:.2f} | "
+                      f"{forced:.2f} | {today / forced:.2f}x | {'yes' if err < 1e-3 else f'NO ({err:.1e})'} |",
+                      flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
