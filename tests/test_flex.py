@@ -42,3 +42,20 @@ def test_cuda_training_with_a_learned_bias_routes_to_flex():
                     logits_per_example=64, exporting=False, literal=False)
     assert paths.choose_path(r) is Path.FLEX
     assert paths.choose_path(paths.Route(**{**r.__dict__, "device": "cpu"})) is Path.BLOCKED
+
+
+def test_the_gpu_checks_script_passes_its_cpu_try():
+    """benchmarks/gpu_checks.py (part 1 of benchmarks/gpu.sh) runs where a GPU is lent only now and then: its
+    CPU try (flex forced, forward only; every variant's step against the literal path) must keep passing."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, str(root / "benchmarks" / "gpu_checks.py"), "--device", "cpu"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    import re
+    assert re.search(r"^(\d+) of \1 checks passed", proc.stdout, re.M), proc.stdout[-2000:]
