@@ -49,25 +49,30 @@ def test_table5_cpu_pretrains_table4s_mlm_and_fine_tunes_within_its_position_tab
 
 def test_table5_reuse_fine_tunes_table4s_runs_and_refuses_other_settings(tmp_path):
     """`reproduce table5 --reuse` takes table4's finished MLM runs of the same budget as its pretraining (the
-    same config, checked), trains none of its own for them, and refuses a folder of other settings or none."""
+    same config, checked): a sweep candidate from its cell (its run folder deleted here: the sweep needs the
+    score only), a seed from its run folder (fine-tuning needs the weights); table5 pretrains nothing itself,
+    and refuses a run of other settings or model, a folder with no table4 grid, and --reuse for other names."""
     from synthformer.errors import SynthformerError
     from synthformer.finetune_suite import _pretrain
-    from synthformer.reproduce import table4, table5
+    from synthformer.reproduce import reproduce as run_reproduce, table4, table5
     from synthformer.train_config import TrainConfig
+    from synthformer.tuning import TuneConfig
 
     for source in names()["table5"].SPEC.sources:
         ensure_source(source)
-    t4, t5 = tmp_path / "t4", tmp_path / "t5"
-    code, _, err = reproduce("table4", "--budget", "smoke", "--out", t4)
-    assert code == 0, err
-    code, _, err = reproduce("table5", "--budget", "smoke", "--out", t5, "--reuse", t4)
-    assert code == 0, err
+    t4, t5, said = tmp_path / "t4", tmp_path / "t5", []
+    tune = TuneConfig(lr_mults=(1.0,), table_lr_mults=(1.0,))  # one candidate a variant
+    run_reproduce("table4", "smoke", out=t4, threads=1, tune=tune, log=lambda m: None)
     grid = t4 / table4.grids("smoke")[0].key
+    shutil.rmtree(grid / "tune")  # the candidates' run folders: their cells stand in
+    run_reproduce("table5", "smoke", out=t5, threads=1, tune=tune, reuse=t4, log=said.append)
     rows = json.loads((t5 / "finetune" / "results.json").read_text())["variants"]
     assert {r["variant"] for r in rows} == set(table5.VARIANTS)
     for r in rows:  # every seed fine-tuned table4's run, and no pretraining ran in table5's folder
         assert all(Path(s["pretrain"]["run"]).parent == grid for s in r["seeds"]), r["seeds"]
-    assert not (t5 / "finetune" / "pretrain").exists() and f"finished in {grid}" in err
+        assert len(r["sweep"]) == 1
+    assert not (t5 / "finetune" / "pretrain").exists() and not (t5 / "finetune" / "tune").exists()
+    assert sum(f"finished in {grid / 'tune'}" in m for m in said) == len(table5.VARIANTS)
     # a run there of other settings or another model is refused, naming what differs
     result = json.loads((grid / "V" / "done.json").read_text())
     train = {k: v for k, v in result["train"].items() if k in {f.name for f in dataclasses.fields(TrainConfig)}}
