@@ -220,7 +220,7 @@ def with_floor(results: dict) -> list[dict]:
 def compare(variants: list[str], train_overrides: dict, model_overrides: dict, out: Path,
             log=print, seeds: int | None = None, kind: str | None = None, claims: list[str] | None = None,
             tune: TuneConfig | None = None, reuse: bool = False, only: list[str] | None = None,
-            interim: bool = False) -> dict | None:
+            interim: bool = False, sweeps_from: Path | None = None) -> dict | None:
     """Train every variant `seeds` times (seeds s, s+1, ...) into ``out``; write table.md, curves.png,
     results.json.
 
@@ -234,6 +234,10 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     ``out`` records its settings (settings.json) and is locked while it runs (the lock of
     `synthformer train`); a folder of other settings is refused. A finished comparison is refused too,
     or returned when `reuse`. Returns the results dict also written to results.json.
+
+    `sweeps_from`: another comparison folder of the same settings (say, the same grid of another
+    reproduction) whose finished sweep candidates stand in for this one's (`reused`: its run folders or
+    cells, checked); a candidate not finished there is trained here.
 
     `only`: train just these variants' cells (sweep and seeds) and return None, writing no results: a
     grid split over machines, each running its share in a clone of the folder; once every cell is there
@@ -282,7 +286,8 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
                                        "--out")
                 log(f"{out}: finished earlier, reusing {out / 'results.json'}")
                 return read_json(out / "results.json")
-            return _run(names, base, dict(model_overrides), out, log, seeds, kind, chosen, tune, settings, only)
+            return _run(names, base, dict(model_overrides), out, log, seeds, kind, chosen, tune, settings, only,
+                        sweeps_from=sweeps_from)
     finally:
         if created and not (out / SETTINGS).exists():  # failed before anything was recorded (e.g. bad data)
             with contextlib.suppress(OSError):
@@ -290,7 +295,7 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
 
 
 def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen, tune, settings,
-         only=None, interim: bool = False) -> dict | None:
+         only=None, interim: bool = False, sweeps_from: Path | None = None) -> dict | None:
     from .plan import prepare
 
     t0 = time.time()
@@ -303,7 +308,7 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
     if not (out / SETTINGS).exists():
         record_settings(out, settings)  # the data loaded: from here on the folder holds this comparison
     log(f"{out}: {', '.join(names)} x {seeds} seed(s)" + (", each after the same learning-rate sweep" if tune else ""))
-    cell = _Cells(out, data, log, reuse_only=interim)
+    cell = _Cells(out, data, log, reuse_only=interim, sweeps_from=sweeps_from)
     rows, pending = [], []
     total = len(names) * seeds
     for i, name in enumerate(names):
@@ -311,7 +316,8 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
             continue
         try:
             if tune:
-                tuned, scores = sweep(name, base, model_overrides, out, tune, cell.train, log)
+                tuned, scores = sweep(name, base, model_overrides, out, tune,
+                                      lambda c, o, tag: cell.train(c, o, tag, candidate=True), log)
             else:
                 tuned, scores = untuned(base), []
             per_seed = []
@@ -361,15 +367,16 @@ class _Cells:
     """Train or reuse one run of a comparison (a variant's seed, or a tuning candidate); every finished
     run is also kept as its cell (`synthformer.cells`), which stands in for a run folder that is absent.
     With `reuse_only` (an interim report) nothing is trained or written: a run not finished raises
-    `_Unfinished`."""
+    `_Unfinished`. With `sweeps_from`, a sweep candidate finished there is taken (and kept as a cell here)."""
 
-    def __init__(self, out: Path, data, log, reuse_only: bool = False):
+    def __init__(self, out: Path, data, log, reuse_only: bool = False, sweeps_from: Path | None = None):
         self.out, self.data, self.log, self.reuse_only = out, data, log, reuse_only
+        self.sweeps_from = sweeps_from
 
-    def train(self, cfg, model_overrides: dict, tag: str) -> dict:
+    def train(self, cfg, model_overrides: dict, tag: str, candidate: bool = False) -> dict:
         """The result of run ``cfg.out``: read from its done.json when it finished (with these
-        settings, else refused), or from its cell when the run folder is absent; otherwise trained
-        (resumed from its checkpoint when it started)."""
+        settings, else refused), or from its cell when the run folder is absent, or (a sweep
+        `candidate`) from `sweeps_from`; otherwise trained (resumed from its checkpoint when it started)."""
         from .runs import read_done
         from .train import train
 
@@ -387,6 +394,9 @@ class _Cells:
             return result
         elif self.reuse_only:
             raise _Unfinished(f"{tag} has not finished")
+        elif candidate and self.sweeps_from is not None and (result := reused(
+                self.sweeps_from / run.relative_to(self.out), self.sweeps_from, cfg, model_overrides)) is not None:
+            self.log(f"{tag}: finished in {self.sweeps_from}, reusing it")
         else:
             resume = (run / "config.json").exists()
             data = None if resume else self.data  # resuming: train reads the run's own tokenizer and data
@@ -394,6 +404,26 @@ class _Cells:
                            log=self.log)
         save_cell(self.out, run, result)
         return result
+
+
+def reused(theirs: Path, cells: Path | None, cfg, model_overrides: dict) -> dict | None:
+    """The result of run `theirs`, the counterpart of ``cfg.out`` in another folder of the same settings, when
+    it finished there: its done.json, or (given `cells`, that folder) its cell; None when it has not. Checked
+    to have been trained with `cfg` and with `model_overrides`' model: one error naming what differs."""
+    from .runs import read_done
+
+    if (theirs / "done.json").exists():
+        result = read_done(theirs)
+    elif cells is not None and (kept := load_cell(cells, theirs)) is not None:
+        result = kept["result"]
+    else:
+        return None
+    check_cell(theirs, result, cfg, model_overrides)
+    model = result.get("model") or {}
+    other = [f"{k} {model.get(k)} (now {v})" for k, v in model_overrides.items() if model.get(k) != v]
+    if other:
+        raise CompareError(f"{theirs} trained another model: {', '.join(other)}; reuse a folder of the same settings")
+    return result
 
 
 def check_cell(run: Path, result: dict, cfg, model_overrides: dict) -> None:

@@ -23,7 +23,7 @@ The evidence rules of DESIGN.md section 7 apply as in `synthformer.compare`:
 - with `reuse` (a comparison folder of the same MLM pretraining, e.g. table4's grid) its finished runs stand
   in for this suite's: a sweep candidate by its run folder or its cell (the sweep needs the score only), a
   seed's pretraining by its run folder (fine-tuning needs the weights); each is checked to have this
-  suite's settings and model (`compare.check_cell`), a mismatch is one error;
+  suite's settings and model (`compare.reused`), a mismatch is one error;
 - ``T5 Base+`` (`BASE_PLUS`) is V with its FFN widened until its parameter count matches the largest
   +V mixture of the run within 1% (`matched_ffn`, from the built pretraining models), the paper's
   parameter-matched baseline.
@@ -50,8 +50,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .claims import evaluate as evaluate_claims, finding_line, select as select_claims
-from .cells import load_cell
-from .compare import check_cell, intervals, mean_std, run_folder, seed_list, variant_name, with_floor
+from .compare import intervals, mean_std, reused, run_folder, seed_list, variant_name, with_floor
 from .data.sources import SOURCES
 from .data.prepare import SourceNotInstalledError
 from .errors import ConfigError
@@ -60,7 +59,6 @@ from .mixers.registry import check_slot
 from .reference_results import CITATION, LABEL, TABLE5, TABLE6_SUPERGLUE, glue_summary
 from .plan import model_config, open_trained, prepare, tokenizer_identity
 from .report import _fmt_stat, table_markdown, tuning_markdown
-from .runs import read_done
 from .train import TrainConfig, train
 from .tuning import TuneConfig, sweep, untuned
 
@@ -147,21 +145,11 @@ def _run(cfg: TrainConfig, overrides: dict, data, label: str, log) -> dict:
 def _pretrain(cfg: TrainConfig, overrides: dict, data, label: str, log, theirs: Path | None = None,
               cells: Path | None = None) -> tuple[Path, dict]:
     """(run folder, result) of one pretraining run. `theirs`: the same run in a `reuse` folder, taken when it
-    finished there (its done.json; with `cells`, that folder, also its cell: a sweep needs no weights) and this
-    run has not finished here; else cfg.out, trained, resumed or reused by `_run`."""
+    finished there (`compare.reused`: its done.json; with `cells`, that folder, also its cell: a sweep needs no
+    weights) and this run has not finished here; else cfg.out, trained, resumed or reused by `_run`."""
     if theirs is not None and not (Path(cfg.out) / "done.json").exists():
-        if (theirs / "done.json").exists():
-            result = read_done(theirs)
-        else:
-            kept = load_cell(cells, theirs) if cells is not None else None
-            result = kept["result"] if kept else None
+        result = reused(theirs, cells, cfg, overrides)
         if result is not None:
-            check_cell(theirs, result, cfg, overrides)
-            model = result.get("model") or {}
-            other = [f"{k} {model.get(k)} (now {v})" for k, v in overrides.items() if model.get(k) != v]
-            if other:
-                raise ConfigError(f"{theirs} pretrained another model: {', '.join(other)}; reuse a folder of the "
-                                  f"same pretraining")
             log(f"{label}: finished in {theirs}, reusing it")
             return theirs, result
     return Path(cfg.out), _run(cfg, overrides, data, label, log)

@@ -80,12 +80,13 @@ def test_table5_reuse_fine_tunes_table4s_runs_and_refuses_other_settings(tmp_pat
     with pytest.raises(SynthformerError, match="batch_size"):
         _pretrain(cfg, {"attention": "V"}, None, "V", print, grid / "V")
     cfg = dataclasses.replace(cfg, batch_size=train["batch_size"])
-    with pytest.raises(SynthformerError, match="pretrained another model: embed_dim"):
+    with pytest.raises(SynthformerError, match="trained another model: embed_dim"):
         _pretrain(cfg, {"attention": "V", "embed_dim": 24}, None, "V", print, grid / "V")
-    code, _, err = reproduce("table5", "--budget", "smoke", "--out", tmp_path / "t5c", "--reuse", tmp_path / "none")
-    assert code == 2 and "no table4 MLM grid there" in err.strip().splitlines()[-1]
-    code, _, err = reproduce("table2", "--budget", "smoke", "--out", tmp_path / "t2", "--reuse", t4)
-    assert code == 2 and "--reuse is table5's" in err.strip().splitlines()[-1]
+    for args, needle in [(("table5", "--reuse", tmp_path / "none"), "no readable reproduce.json there"),
+                         (("table5", "--reuse", t5), "holds table5 at budget smoke; table5 reuses table4"),
+                         (("table2", "--reuse", t4), "table2 reuses no other reproduction's runs")]:
+        code, _, err = reproduce(*args[:1], "--budget", "smoke", "--out", tmp_path / "x", *args[1:])
+        assert code == 2 and needle in err.strip().splitlines()[-1], err[-500:]
 
 
 def test_list_shows_every_name_with_data_variants_and_time():

@@ -97,3 +97,28 @@ def test_bad_tune_options_are_one_line(value, message, dialogue, tmp_path):
     code, _, err = compare_main("--config", cfg, "--data", dialogue, "--out", tmp_path / "x", *TINY)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "x").exists()
+
+
+def test_a_sweep_is_taken_from_another_folder_of_the_same_settings(dialogue, tmp_path):
+    """`compare(sweeps_from=...)` (reproduce --reuse: figures takes table2's LM sweep): the finished candidates
+    of another folder with the same settings stand in for this one's (kept here as cells), the same values are
+    chosen, the seeds train here; a folder of other settings is refused, naming the difference."""
+    from synthformer.compare import compare
+    from synthformer.errors import SynthformerError
+    from synthformer.tuning import TUNE_DIR
+
+    train = dict(data=str(dialogue), steps=3, seq_len=24, vocab_size=300, batch_size=4, eval_batches=2, threads=1,
+                 progress=False, warmup_steps=1, eval_every=0)
+    tune = TuneConfig(lr_mults=(1, 8), table_lr_mults=(1,), fraction=1.0)
+    first = compare(["V", "R"], train, {}, tmp_path / "a", seeds=1, tune=tune, log=lambda m: None)
+    said = []
+    second = compare(["V", "R"], train, {}, tmp_path / "b", seeds=1, tune=tune, sweeps_from=tmp_path / "a",
+                     log=said.append)
+    assert sum(f"finished in {tmp_path / 'a'}" in m for m in said) == 4  # two candidates a variant
+    assert not (tmp_path / "b" / TUNE_DIR).exists() and (tmp_path / "b" / "cells" / TUNE_DIR).is_dir()
+    assert [r["tuned"] for r in second["variants"]] == [r["tuned"] for r in first["variants"]]
+    assert all((Path(r["run"]) / "done.json").exists() and Path(r["run"]).parent == tmp_path / "b"
+               for r in second["variants"])
+    with pytest.raises(SynthformerError, match="batch_size 4 \\(now 5\\)"):
+        compare(["V"], {**train, "batch_size": 5}, {}, tmp_path / "c", seeds=1, tune=tune, sweeps_from=tmp_path / "a",
+                log=lambda m: None)

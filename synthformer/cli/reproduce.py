@@ -35,9 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "to split a grid over machines, each running its share on a clone of --out, then merging "
                         "the cells/ folders (the command without --only then writes the report)")
     p.add_argument("--reuse", metavar="DIR", default=None,
-                   help="table5: the --out of a `reproduce table4` run of the same budget, whose finished MLM sweep "
-                        "cells and seed runs stand in for table5's pretraining (the same runs; the paper fine-tunes "
-                        "the models it pretrains); runs not finished there are trained here")
+                   help="the --out of the reproduction this name shares runs with, at the same budget: table5 takes "
+                        "table4's finished MLM sweep and seed runs as its pretraining (the paper fine-tunes the "
+                        "models it pretrains), figures takes table2's LM sweep; each checked to have the same "
+                        "settings; runs not finished there are trained here")
     p.add_argument("--interim", action="store_true",
                    help="train nothing: in every grid of --out that has started, write interim.md from the variants "
                         "whose sweep and seeds have all finished (claims naming an unfinished one are left out); "

@@ -57,6 +57,23 @@ def check_sources(spec) -> None:
                                  f"run `{src.how_to_get}`")
 
 
+def check_reuse(module, folder: Path, budget: str) -> None:
+    """`--reuse FOLDER` names a reproduction of what `module` reuses (its REUSES) at the same budget."""
+    wanted = getattr(module, "REUSES", None)
+    if wanted is None:
+        raise ReproduceError(f"--reuse: {module.SPEC.name} reuses no other reproduction's runs (table5 reuses "
+                             f"table4's, figures table2's)")
+    file = folder / MANIFEST
+    try:
+        stored = json.loads(file.read_text())
+    except (OSError, json.JSONDecodeError):
+        raise ReproduceError(f"--reuse {folder}: no readable {MANIFEST} there; give the --out of a `synthformer "
+                             f"reproduce {wanted} --budget {budget}` run") from None
+    if (stored.get("name"), stored.get("budget")) != (wanted, budget):
+        raise ReproduceError(f"--reuse {folder} holds {stored.get('name')} at budget {stored.get('budget')}; "
+                             f"{module.SPEC.name} reuses {wanted} at budget {budget}")
+
+
 def default_out(name: str, budget: str) -> Path:
     return Path("runs") / "reproduce" / f"{name}-{budget}"
 
@@ -95,8 +112,10 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
 
     `seeds`: per variant (default the name's for the budget; None there is compare's default: 3, or 5
     for validation splits under 200 items). `tune`: a `tuning.TuneConfig`, or None for the budget's
-    (the default sweep at cpu and gpu, none at smoke). `reuse` (table5 only): a table4 reproduction folder of
-    the same budget whose finished MLM runs stand in for table5's pretraining."""
+    (the default sweep at cpu and gpu, none at smoke). `reuse`: a reproduction folder of the name this one
+    reuses (the module's REUSES: table5 table4's, figures table2's) at the same budget, whose finished runs
+    of the same settings stand in for this one's (table5: its pretraining sweep and seeds; figures: its
+    sweep); runs not finished there are trained here."""
     module = get(name)
     spec = module.SPEC
     check_budget(budget)
@@ -107,8 +126,8 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
         raise ReproduceError(f"--threads {threads} must be >= 1")
     check_sources(spec)
     out = Path(out) if out else default_out(name, budget)
-    if reuse is not None and name != "table5":
-        raise ReproduceError(f"--reuse is table5's (a table4 folder whose MLM runs it fine-tunes), not {name}'s")
+    if reuse is not None:
+        check_reuse(module, Path(reuse), budget)
     if interim:
         _check_interim(module, name, out)
     grids, only = only_grids(module, name, budget, out, only) if only is not None else ([], None)

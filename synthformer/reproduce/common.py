@@ -124,7 +124,7 @@ class Context:
     tune: TuneConfig | None = None  # the sweep every variant gets (None: none)
     only: tuple | None = None  # train only these variants' cells, write no results (a grid split over machines)
     interim: bool = False  # train nothing: each started grid writes interim.md from its finished variants
-    reuse: Path | None = None  # table5: a table4 reproduction folder whose finished MLM runs stand in for its own
+    reuse: Path | None = None  # the reproduction whose finished runs stand in for this one's (module REUSES)
 
     @property
     def seeds_text(self) -> str:
@@ -151,7 +151,7 @@ class Context:
                 return None
         return compare(list(grid.variants), self.train_overrides(grid), dict(grid.model), self.out / grid.key,
                        log=self.log, seeds=self.seeds, kind=grid.kind, tune=self.tune_for(grid), reuse=True, only=only,
-                       interim=self.interim)
+                       interim=self.interim, sweeps_from=None if self.reuse is None else self.reuse / grid.key)
 
     def tune_for(self, grid: Grid) -> TuneConfig | None:
         """The sweep of one grid: the budget's, with the grid's own candidate length where it sets one."""

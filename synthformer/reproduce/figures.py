@@ -9,6 +9,7 @@ from .common import Grid, ReproduceError, Section, Spec, budget_model, budget_tr
 from .table2 import LM_CPU_MODEL, LM_CPU_TRAIN  # the models drawn are table2's LMs, which clear the bigram floor
 
 VARIANTS = ("V", "R", "D")
+REUSES = "table2"  # `--reuse`: its LM grid (the same settings) has swept V, R and D: those candidates stand in
 
 SPEC = Spec(
     name="figures",

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..compare import DEFAULT_SEEDS, SETTINGS
+from ..compare import DEFAULT_SEEDS
 from .common import ReproduceError, Section, Spec, per_budget, reuse
 from .table4 import MLM_CPU_TUNE_FRACTION
 from .table4 import grids as table4_grids
 
 VARIANTS = ("V", "R", "D", "R+V", "D+V")
+REUSES = "table4"  # `--reuse`: its MLM grid's finished sweep and seeds are this pretraining (table4_pretraining)
 BASE_PLUS = "T5 Base+"  # finetune_suite.BASE_PLUS: added at the cpu and gpu budgets
 TASKS = ("sentiment", "topic", "paraphrase")  # synthformer.finetune.SUITE
 # Fine-tuning steps a task at cpu (batch 16, lr 5e-4, 32 tokens), measured from a V pretrained as table4's: topic
@@ -125,14 +126,8 @@ def call(ctx) -> dict:
 
 
 def reused_grid(folder: Path | None) -> Path | None:
-    """The MLM grid of a table4 reproduction folder (`reproduce table5 --reuse`); one line when it holds none."""
-    if folder is None:
-        return None
-    grid = folder / table4_grids("smoke")[0].key
-    if not (grid / SETTINGS).is_file():
-        raise ReproduceError(f"--reuse {folder}: no table4 MLM grid there ({grid / SETTINGS} is missing); give the "
-                             f"--out of a `synthformer reproduce table4` run of the same budget")
-    return grid
+    """The MLM grid of the table4 reproduction `reproduce table5 --reuse` names (checked by `check_reuse`)."""
+    return None if folder is None else folder / table4_grids("smoke")[0].key
 
 
 def run(ctx):
