@@ -147,6 +147,13 @@ def tuning_markdown(rows: list[dict], protocol: dict | None) -> str:
                           for c in r.get("sweep") or [])
         lines.append(f"| {r['variant']} | {t['lr']:.3g} | {t['warmup_steps']} | {t['table_lr_mult']:g} | "
                      f"{tried or '—'} |")
+    edge = []
+    for r in rows:  # a choice at the grid's edge: that variant's best lr may lie beyond the grid
+        lrs = sorted({c["lr"] for c in r.get("sweep") or []})
+        if len(lrs) > 1 and r["tuned"]["lr"] in (lrs[0], lrs[-1]):
+            edge.append(f"{r['variant']} ({'largest' if r['tuned']['lr'] == lrs[-1] else 'smallest'})")
+    if edge:
+        lines += ["", f"Chosen at an edge of the lr grid, so the best lr may lie beyond it: {', '.join(edge)}."]
     return "\n".join(lines)
 
 

@@ -122,3 +122,18 @@ def test_a_sweep_is_taken_from_another_folder_of_the_same_settings(dialogue, tmp
     with pytest.raises(SynthformerError, match="batch_size 4 \\(now 5\\)"):
         compare(["V"], {**train, "batch_size": 5}, {}, tmp_path / "c", seeds=1, tune=tune, sweeps_from=tmp_path / "a",
                 log=lambda m: None)
+
+
+def test_the_tuning_table_names_choices_at_the_edge_of_the_lr_grid():
+    """A variant whose sweep chose its largest (or smallest) lr is named: its best lr may lie beyond the grid."""
+    from synthformer.report import tuning_markdown
+
+    def row(name, chosen):
+        sweep = [{"lr": lr, "warmup_steps": 100, "table_lr_mult": 1.0, "valid": 5.0} for lr in (1e-3, 2e-3, 4e-3)]
+        return {"variant": name, "tuned": {"lr": chosen, "warmup_steps": 100, "table_lr_mult": 1.0}, "sweep": sweep}
+
+    protocol = TuneConfig().to_dict()
+    text = tuning_markdown([row("V", 2e-3), row("R", 4e-3), row("D", 1e-3)], protocol)
+    assert text.splitlines()[-1] == ("Chosen at an edge of the lr grid, so the best lr may lie beyond it: "
+                                     "R (largest), D (smallest).")
+    assert "edge" not in tuning_markdown([row("V", 2e-3)], protocol)
