@@ -7,8 +7,6 @@ gpu budgets the parameter-matched T5 Base+ (V with a wider FFN, matched to the l
 parameter count from the built models) runs too, so the "above T5 Base+" claims are checked."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..compare import DEFAULT_SEEDS
 from .common import ReproduceError, Section, Spec, per_budget, reuse
 from .table4 import MLM_CPU_TUNE_FRACTION
@@ -122,12 +120,8 @@ def call(ctx) -> dict:
     elif ctx.budget != "gpu":
         kw["threads"] = 1
     # the same pretraining lr sweep for every variant (synthformer.tuning) at cpu and gpu; none at smoke
-    return fn(names, TASKS, folder, seeds=seeds, tune=sweep, reuse=reused_grid(ctx.reuse), log=ctx.log, **kw)
-
-
-def reused_grid(folder: Path | None) -> Path | None:
-    """The MLM grid of the table4 reproduction `reproduce table5 --reuse` names (checked by `check_reuse`)."""
-    return None if folder is None else folder / table4_grids("smoke")[0].key
+    table4_grid = None if ctx.reuse is None else ctx.reuse / table4_grids(ctx.budget)[0].key  # --reuse: its MLM grid
+    return fn(names, TASKS, folder, seeds=seeds, tune=sweep, reuse=table4_grid, log=ctx.log, **kw)
 
 
 def run(ctx):
