@@ -61,8 +61,8 @@ def check_reuse(module, folder: Path, budget: str) -> None:
     """`--reuse FOLDER` names a reproduction of what `module` reuses (its REUSES) at the same budget."""
     wanted = getattr(module, "REUSES", None)
     if wanted is None:
-        raise ReproduceError(f"--reuse: {module.SPEC.name} reuses no other reproduction's runs (table5 reuses "
-                             f"table4's, figures table2's)")
+        which = ", ".join(f"{n} reuses {m.REUSES}'s" for n, m in names().items() if getattr(m, "REUSES", None))
+        raise ReproduceError(f"--reuse: {module.SPEC.name} reuses no other reproduction's runs ({which})")
     file = folder / MANIFEST
     try:
         stored = json.loads(file.read_text())

@@ -155,13 +155,9 @@ class Context:
 
     def tune_for(self, grid: Grid) -> TuneConfig | None:
         """The sweep of one grid: the budget's, with the grid's own candidate length where it sets one."""
-        return self.tune_with(grid.tune_fraction)
-
-    def tune_with(self, fraction: float | None) -> TuneConfig | None:
-        """The budget's sweep with candidates of `fraction` of a run's steps (None: the budget's own)."""
-        if self.tune is None or fraction is None:
+        if self.tune is None or grid.tune_fraction is None:
             return self.tune
-        return dataclasses.replace(self.tune, fraction=fraction)
+        return dataclasses.replace(self.tune, fraction=grid.tune_fraction)
 
 
 def reuse(folder: Path, settings: dict, label: str, log=print) -> dict | None:

@@ -8,8 +8,7 @@ parameter count from the built models) runs too, so the "above T5 Base+" claims 
 from __future__ import annotations
 
 from ..compare import DEFAULT_SEEDS
-from .common import ReproduceError, Section, Spec, per_budget, reuse
-from .table4 import MLM_CPU_TUNE_FRACTION
+from .common import ReproduceError, Section, Spec, reuse
 from .table4 import grids as table4_grids
 
 VARIANTS = ("V", "R", "D", "R+V", "D+V")
@@ -107,7 +106,7 @@ def call(ctx) -> dict:
     kw = settings(ctx.budget)
     seeds = ctx.seeds or DEFAULT_SEEDS
     names = list(variants(ctx.budget))
-    sweep = ctx.tune_with(per_budget(ctx.budget, None, MLM_CPU_TUNE_FRACTION, None))  # table4's candidate length
+    sweep = ctx.tune_for(table4_grids(ctx.budget)[0])  # table4's sweep: its candidate length too
     done = reuse(folder, {"variants": names, "tasks": TASKS, **kw, "seeds": seeds,
                           "tune": sweep.to_dict() if sweep else None}, ctx.name, ctx.log)
     if done is not None:
