@@ -36,6 +36,13 @@ The folder ``out`` gets ``pretrain/<variant>`` (mlm runs) and ``finetune/<task>/
 ``report.md`` (ours beside the paper's GLUE / SuperGLUE numbers, the deltas vs V, every Table 5/6
 claim with its status) and, last, ``results.json``, both written atomically. Calling again with the
 same ``out`` continues: finished runs (done.json) are reused, interrupted ones resume.
+
+Every finished run is also kept as its cell (``out/cells/<run path>.json``, `synthformer.cells`), and
+floor.json and base_plus.json hold what else the report needs, so the suite can be finished over several
+calls on different machines from those small files alone: a run whose folder is gone is taken from its
+cell (checked to have the same settings) when its score is all that is needed - a fine-tuning run, a
+sweep candidate, or a seed's pretraining once every task of that seed has finished. Only a seed whose
+fine-tuning is not finished needs its encoder's weights, and pretrains again where they are gone.
 """
 from __future__ import annotations
 
@@ -49,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from .cells import cell_file, cells_wall_s, load_cell, save_cell
 from .claims import evaluate as evaluate_claims, finding_line, select as select_claims
 from .compare import intervals, mean_std, reused, run_folder, seed_list, variant_name, with_floor
 from .data.sources import SOURCES
@@ -130,29 +138,56 @@ def _check_installed(sources: list[str]) -> None:
             raise SourceNotInstalledError(f"data source {name!r} is not installed; run `{src.how_to_get}`")
 
 
-def _run(cfg: TrainConfig, overrides: dict, data, label: str, log) -> dict:
-    """Train `cfg` into cfg.out, or reuse it when finished (done.json), or resume it when started.
-    `data`: a callable giving the run's TaskData, called only when a new run starts."""
+def _run(cfg: TrainConfig, overrides: dict, data, label: str, log, cells: Path | None = None,
+         model: dict | None = None, weights: bool = True) -> dict:
+    """Train `cfg` into cfg.out, or reuse it when finished (done.json), or resume it when started. `data`: a
+    callable giving the run's TaskData, called only when a new run starts. With `cells` (the suite's folder) the
+    finished run is kept as its cell (`synthformer.cells`), and a run whose folder is not here is taken from its
+    cell, checked against `cfg` and `model` (`_kept`), when its score is all that is needed (`weights` False)."""
     out = Path(cfg.out)
     if (out / "done.json").exists():
         log(f"{label}: finished earlier, reusing {out}")
-        return json.loads((out / "done.json").read_text())
-    resume = (out / "config.json").exists()
-    return train(dataclasses.replace(cfg, resume=resume), overrides, data=None if resume else data(),
-                 label=label, log=log)
+        result = json.loads((out / "done.json").read_text())
+    elif cells is not None and not weights and not out.exists() and (result := _kept(out, cells, cfg, model)):
+        log(f"{label}: finished earlier, reusing its cell {cell_file(cells, out)}")
+    else:
+        resume = (out / "config.json").exists()
+        result = train(dataclasses.replace(cfg, resume=resume), overrides, data=None if resume else data(),
+                       label=label, log=log)
+    if cells is not None:
+        save_cell(cells, out, result)
+    return result
 
 
-def _pretrain(cfg: TrainConfig, overrides: dict, data, label: str, log, theirs: Path | None = None,
-              cells: Path | None = None) -> tuple[Path, dict]:
+def _kept(run: Path, cells: Path, cfg: TrainConfig, model: dict) -> dict | None:
+    """The result in `run`'s cell (None without one), checked like `compare.reused`: the same training config and
+    model. A fine-tuning run may have started from another folder's copy of its encoder (init_from): the encoder's
+    pretraining is checked as a run of its own."""
+    kept = load_cell(cells, run)
+    if kept is None:
+        return None
+    if cfg.init_from:
+        cfg = dataclasses.replace(cfg, init_from=(kept["result"].get("train") or {}).get("init_from"))
+    return reused(run, cells, cfg, model)
+
+
+def _pretrain(cfg: TrainConfig, overrides: dict, data, label: str, log, cells: Path | None = None,
+              theirs: Path | None = None, their_cells: Path | None = None, weights: bool = True) -> tuple[Path, dict]:
     """(run folder, result) of one pretraining run. `theirs`: the same run in a `reuse` folder, taken when it
-    finished there (`compare.reused`: its done.json; with `cells`, that folder, also its cell: a sweep needs no
-    weights) and this run has not finished here; else cfg.out, trained, resumed or reused by `_run`."""
+    finished there (`compare.reused`: its done.json; when only its score is needed, `weights` False, also its
+    cell in `their_cells`) and this run has not finished here; else cfg.out, trained, resumed or reused by `_run`
+    (with `cells`, this suite's folder, from its own cell when `weights` is False)."""
     if theirs is not None and not (Path(cfg.out) / "done.json").exists():
-        result = reused(theirs, cells, cfg, overrides)
+        result = reused(theirs, None if weights else their_cells, cfg, overrides)
         if result is not None:
             log(f"{label}: finished in {theirs}, reusing it")
             return theirs, result
-    return Path(cfg.out), _run(cfg, overrides, data, label, log)
+    return Path(cfg.out), _run(cfg, overrides, data, label, log, cells, overrides, weights)
+
+
+def _settled(run: Path, cells: Path) -> bool:
+    """Run `run` has finished: its done.json, or its cell where its folder is not here."""
+    return (run / "done.json").exists() or (not run.exists() and cell_file(cells, run).is_file())
 
 
 def count_params(cfg: TrainConfig, overrides: dict, data) -> int:
@@ -226,22 +261,28 @@ def _finetune_tasks(fine_base, tasks, s: int, seeds: int, pre_run: Path, pre: di
                     cache: dict, floors: dict, out: Path, tag: str, log) -> tuple[dict, dict, dict, dict]:
     """Fine-tune the encoder of `pre_run` (seed `s`) on every task: ({task: accuracy}, {task: its SE},
     {task: majority-class accuracy}, {task: run folder}), scored on the test split when `fine_base`
-    evaluates it (eval_test), else on validation; each task's floor (on that split) recorded in `floors`."""
+    evaluates it (eval_test), else on validation; each task's floor (on that split) recorded in `floors`.
+    A finished task is taken from its run folder or its cell: `pre_run`'s weights and tokenizer are opened only
+    when a task trains or its floor is not yet known."""
     split = score_split(fine_base)
-    tokenizer = open_trained(pre_run, log=log).tokenizer
+    opened: list = []  # pre_run's tokenizer, opened once when needed
+    model = {"attention": _attention(name), **({"pooling": pooling} if pooling else {})}
     accuracies, ses, chance, runs = {}, {}, {}, {}
     for task in tasks:
         cfg = dataclasses.replace(fine_base, data=SUITE[task].data, seed=s, init_from=str(pre_run),
-                                  out=str(run_folder(out / "finetune" / task, _folder(name), s, seeds)))
-        key = (task, s, tokenizer_identity(tokenizer))
+                                  out=str(_fine_run(out, task, name, s, seeds)))
 
-        def task_data(cfg=cfg, key=key):
+        def task_data(cfg=cfg, task=task):
+            if not opened:
+                opened.append(open_trained(pre_run, log=log).tokenizer)
+            key = (task, s, tokenizer_identity(opened[0]))
             if key not in cache:
                 shape = {"max_seq_len": pre["model"]["max_seq_len"],
                          "pooling": pooling or pre["model"]["pooling"]}
-                cache[key] = prepare(cfg, shape, tokenizer, log=log)
+                cache[key] = prepare(cfg, shape, opened[0], log=log)
             return cache[key]
-        result = _run(cfg, {"pooling": pooling} if pooling else {}, task_data, f"{tag} {task}", log)
+        result = _run(cfg, {"pooling": pooling} if pooling else {}, task_data, f"{tag} {task}", log, out, model,
+                      weights=False)
         scored = result[split]
         accuracies[task], ses[task], runs[task] = scored["accuracy"], scored.get("accuracy_se"), cfg.out
         chance[task] = scored.get("chance_accuracy")
@@ -249,6 +290,11 @@ def _finetune_tasks(fine_base, tasks, s: int, seeds: int, pre_run: Path, pre: di
             floors[f"{task}/{s}"] = _task_floor(task_data(), split)
             atomic_write_json(out / FLOOR_FILE, floors)
     return accuracies, ses, chance, runs
+
+
+def _fine_run(out: Path, task: str, name: str, s: int, seeds: int) -> Path:
+    """The run folder of `name`'s seed `s` fine-tuned on `task`."""
+    return run_folder(out / "finetune" / task, _folder(name), s, seeds)
 
 
 def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequence[str] = DEFAULT_TASKS,
@@ -300,16 +346,20 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
         if tune:
             root = out if name == _attention(name) else out / _folder(name)  # T5 Base+: its own V candidates
             tuned, scores = sweep(_attention(name), pre_cfg, overrides, root, tune, lambda c, o, tag: _pretrain(
-                c, o, pre_data, tag, log, theirs and theirs / Path(c.out).relative_to(root), theirs)[1], log)
+                c, o, pre_data, tag, log, out, theirs and theirs / Path(c.out).relative_to(root), theirs,
+                weights=False)[1], log)
         else:
             tuned, scores = untuned(pre_cfg), []
         per_seed = []
         for s in seed_values:
             tag = f"[{i + 1}/{len(names)}] {name}" + (f" seed {s}" if seeds > 1 else "")
+            # the encoder's weights are needed unless every task of this seed has finished and has its floor
+            weights = not all(_settled(_fine_run(out, t, name, s, seeds), out) and f"{t}/{s}" in floors
+                              for t in tasks)
             pre_run, pre = _pretrain(
                 dataclasses.replace(pre_cfg, **tuned, out=str(run_folder(out / "pretrain", _folder(name), s, seeds)),
-                                    seed=s), overrides, pre_data, f"{tag} pretrain", log,
-                theirs and run_folder(theirs, name, s, seeds))
+                                    seed=s), overrides, pre_data, f"{tag} pretrain", log, out,
+                theirs and run_folder(theirs, name, s, seeds), theirs, weights)
             accuracies, ses, chance, runs = _finetune_tasks(fine_base, tasks, s, seeds, pre_run, pre, name,
                                                             pooling, cache, floors, out, tag, log)
             metrics = summarize(accuracies, tasks, ses)
@@ -329,7 +379,7 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
     results = {"kind": KIND, "variants": rows, "floor": floor_row(floors, tasks, seed_values, split),
                "tasks": {t: dataclasses.asdict(SUITE[t]) for t in tasks}, "seeds": seed_values,
                "tuning": tune.to_dict() if tune else None, "base_plus": base_plus, "paper_label": LABEL,
-               "settings": settings, "wall_s": time.time() - t0, "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+               "settings": settings, "wall_s": max(time.time() - t0, cells_wall_s(out)), "created": time.strftime("%Y-%m-%d %H:%M:%S")}
     return _judge_and_write(results, out, log)
 
 

@@ -248,6 +248,50 @@ def test_suite_sweeps_every_variants_pretraining_alike(tmp_path):
     assert "lr x1/4 of the base" in (tmp_path / "s" / "report.md").read_text()
 
 
+def test_suite_finishes_from_its_cells_and_pretrains_only_a_seed_with_unfinished_tasks(tmp_path):
+    """The suite's small files are enough to finish it elsewhere: with every run folder deleted, the cells
+    (fine-tuning runs, sweep candidates, pretraining) give the same report and nothing trains; with one task's
+    cell gone too, only that seed's encoder pretrains again (its weights are needed) and only that task trains;
+    a cell of other settings is refused, naming what differs."""
+    import shutil
+
+    from synthformer.errors import SynthformerError
+
+    out = tmp_path / "s"
+    kw = dict(pretrain_steps=2, finetune_steps=1, finetune_examples=40, threads=1, device="cpu",
+              pretrain={"max_examples": 40, "seq_len": 16, "batch_size": 4, "vocab_size": 300},
+              finetune={"batch_size": 4}, model={"embed_dim": 32, "ffn_dim": 64, "max_seq_len": 32},
+              tune=TuneConfig(lr_mults=(1.0,), table_lr_mults=(1.0,)))
+    tasks, logs = ["sentiment", "paraphrase"], []
+
+    def again(**changed):
+        logs.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pretrain_finetune(["V", "R"], tasks, out, **{**kw, **changed}, log=logs.append)
+
+    first = again()
+    assert len(list((out / "cells").rglob("*.json"))) == 2 * (1 + 1 + len(tasks))  # candidate, seed, tasks
+
+    def clear():
+        for folder in ("pretrain", "finetune", "tune"):
+            shutil.rmtree(out / folder, ignore_errors=True)
+    clear()
+    second = again()
+    assert [r["metrics"] for r in second["variants"]] == [r["metrics"] for r in first["variants"]]
+    assert second["floor"] == first["floor"] and not any(line.startswith("run ") for line in logs)
+    assert sum("reusing its cell" in line for line in logs) == 2 * (1 + 1 + len(tasks))
+    assert not any((out / folder).exists() for folder in ("pretrain", "finetune", "tune"))
+    (out / "cells" / "finetune" / "paraphrase" / "V.json").unlink()
+    third = again()
+    trained = sorted(line.split(":")[0] for line in logs if line.startswith("run "))
+    assert trained == [f"run {out / 'finetune' / 'paraphrase' / 'V'}", f"run {out / 'pretrain' / 'V'}"], trained
+    assert third["variants"][1]["metrics"] == first["variants"][1]["metrics"]  # R: from its cells
+    clear()
+    with pytest.raises(SynthformerError, match="steps 1 \\(now 2\\)"):
+        again(finetune_steps=2)
+
+
 def test_suite_scores_the_test_split_when_fine_tuning_evaluates_it(tmp_path):
     out = tmp_path / "s"
     kw = dict(pretrain_steps=2, finetune_steps=1, finetune_examples=40, threads=1, device="cpu",
