@@ -17,8 +17,9 @@ with other settings is refused, and so is a folder a `synthformer train` (or ano
 writing: both take the folder's ``train.lock``.
 
 While a long comparison runs (or between the sessions that finish it), ``interim`` (`reproduce
---interim`) writes ``interim.md`` from the variants whose every cell is there, trains nothing and takes
-no lock; a claim naming an unfinished variant waits for it.
+--interim`) writes ``interim.md`` (and its results, ``interim.json``, for `reproduce --index`) from the
+variants whose every cell is there, trains nothing and takes no lock; a claim naming an unfinished variant
+waits for it.
 """
 from __future__ import annotations
 
@@ -61,6 +62,7 @@ class CompareError(SynthformerError):
 COMPARE_KEYS = ("variants", "seeds", "task_kind", "claims", "tune")
 SETTINGS = "settings.json"  # what a folder's results were (or are being) computed with
 FLOOR = "floor.json"  # the floor row of the comparison's data (computed once)
+INTERIM = "interim.json"  # an interim report's results (findings of the finished variants), beside interim.md
 
 
 def variant_name(spec: str) -> str:
@@ -460,7 +462,7 @@ def _floor(out: Path, task: str, kind: str, data, log, split: str = "valid") -> 
 
 def _write_report(out: Path, base, results: dict, log) -> None:
     """table.md, curves.png, then results.json last (it marks the comparison complete); an interim
-    report (results["pending"]) is interim.md alone."""
+    report (results["pending"]) is interim.md and its results, interim.json, alone."""
     from .plots.curves import plot_curves  # matplotlib only when drawing
 
     kind, seeds, rows = results["kind"], results["seeds"], results["variants"]
@@ -482,7 +484,8 @@ def _write_report(out: Path, base, results: dict, log) -> None:
     log("\n" + text)
     if pending is not None:
         atomic_write_text(out / "interim.md", text)
-        log(f"wrote {out / 'interim.md'}: {len(rows)} finished, {len(pending)} pending")
+        atomic_write_json(out / INTERIM, results)  # its findings for `reproduce --index`
+        log(f"wrote {out / 'interim.md'} and {INTERIM}: {len(rows)} finished, {len(pending)} pending")
         return
     atomic_write_text(out / "table.md", text)
     plot_curves({r["variant"]: curve(out, Path(r["run"])) for r in rows}, out / "curves.png", base.task,

@@ -15,7 +15,7 @@ from synthformer.cli import main
 from synthformer.claims import CLAIMS
 from synthformer.data.sources import SOURCES, load_source
 from synthformer.reproduce import names
-from synthformer.reproduce.common import BUDGET_TRAIN
+from synthformer.reproduce.common import BUDGET_TRAIN, status_counts
 from synthformer.reproduce import lra
 
 from conftest import ensure_source, run_in_process
@@ -380,8 +380,13 @@ def test_only_splits_a_grid_over_two_clones_whose_merged_cells_write_the_report_
         assert not (a / grid / "results.json").exists() and not (a / grid / "linformer").exists()
     assert "t7-agnews-v-above-fr" in (a / "topic" / "interim.md").read_text()
     assert "t7-imdb-fr-above-v" not in (a / "sentiment" / "interim.md").read_text()  # FR vs V and Linformer
-    reproduce("--index", tmp_path)
-    assert "topic 2 cells ([interim](grids/a/topic/interim.md))" in (tmp_path / "README.md").read_text()
+    reproduce("--index", tmp_path)  # the index shows the interim's statuses, and its claims, from interim.json
+    index, judged = (tmp_path / "README.md").read_text(), json.loads((a / "topic" / "interim.json").read_text())
+    assert f"topic 2 cells ([interim](grids/a/topic/interim.md): {status_counts(judged['findings'])})" in index
+    row = next(line for line in index.splitlines() if "`t7-agnews-v-above-fr`" in line)
+    status = next(f["status"] for f in judged["findings"] if f["claim"] == "t7-agnews-v-above-fr")
+    assert f"**{status} (interim)** | [grids/a/topic](grids/a/topic/interim.md) |" in row
+    assert "not run" in next(line for line in index.splitlines() if "`t7-imdb-fr-above-v`" in line)
     for args, says in ((("--out", tmp_path / "none"), "holds no reproduction yet"),
                        (("--out", a, "--only", "V"), "drop --only")):
         code, _, err = reproduce("table7", "--budget", "smoke", "--interim", *args)
@@ -417,3 +422,16 @@ def test_a_grid_sets_its_own_sweep_length():
     assert dataclasses.replace(tune, fraction=BUDGET_TUNE["cpu"].fraction) == BUDGET_TUNE["cpu"]
     assert ctx.tune_for(dataclasses.replace(mlm, tune_fraction=None)) is BUDGET_TUNE["cpu"]
     assert Context(name="table4", budget="smoke", seeds=None, out=Path("unused")).tune_for(mlm) is None
+
+
+def test_index_shows_a_claim_from_its_own_names_grid_before_a_newer_other():
+    """Two running grids judge one claim (table2's LM and table4's MLM both judge `t4-speed-r-vs-v`): the index
+    shows the one of the claim's own name, the newest of those; a claim no own grid judges, the newest."""
+    from synthformer.reproduce.index import _pick
+
+    candidates = [({"status": "reproduced"}, "2026-11-27 10:00:00", "grids/t4/mlm", "table4"),
+                  ({"status": "inconclusive"}, "2026-11-27 11:00:00", "grids/t2/lm", "table2"),
+                  ({"status": "not reproduced"}, "2026-11-27 09:00:00", "grids/t4b/mlm", "table4")]
+    assert _pick(candidates, "table4") is candidates[0]
+    assert _pick(candidates, "table5") is candidates[1]
+    assert _pick([], "table4") is None

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from ..claims import CLAIMS
-from .common import NOT_RUN, ReproduceError, markdown_table, status_counts
+from .common import NOT_RUN, ReproduceError, markdown_table, short_finding, status_counts
 from ..integrity import atomic_write_text
 
 
@@ -62,15 +62,35 @@ def floors_text(report: dict) -> str:
 GRIDS = "grids"  # root/grids/NAME-BUDGET: reproductions in progress (reproductions/grids/.gitignore)
 
 
+def interims(folder: Path) -> dict[Path, dict]:
+    """{grid folder: its interim results} for every grid under `folder` (root/grids) that is still running
+    (no results.json) and has an interim report (interim.json: `reproduce --interim`)."""
+    from ..compare import INTERIM
+
+    found = {}
+    for file in sorted(folder.glob(f"*/*/{INTERIM}")):
+        if (file.parent / "results.json").is_file():
+            continue
+        try:
+            found[file.parent] = json.loads(file.read_text())
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            continue
+    return found
+
+
 def grid_folders(folder: Path, reports: dict) -> list[str]:
     """One line per reproduction folder under `folder`: its finished cells per grid (with a link to the
-    grid's interim.md while it runs: `reproduce --interim`), and whether the published report of its name
-    and budget was written from it (created after the grid started)."""
-    out = []
+    grid's interim.md and its claims' statuses while it runs: `reproduce --interim`), and whether the
+    published report of its name and budget was written from it (created after the grid started)."""
+    out, running = [], interims(folder)
+
+    def interim(g: Path) -> str:
+        if g in running:
+            counts = status_counts(running[g].get("findings") or []) or "no claim judged yet"
+            return f" ([interim]({folder.name}/{g.parent.name}/{g.name}/interim.md): {counts})"
+        return ""
     for run in sorted(p for p in folder.glob("*/") if (p / "reproduce.json").is_file()):
-        counts = [f"{g.name} {sum(1 for _ in (g / 'cells').rglob('*.json'))} cells"
-                  + (f" ([interim]({folder.name}/{run.name}/{g.name}/interim.md))"
-                     if (g / "interim.md").is_file() and not (g / "results.json").is_file() else "")
+        counts = [f"{g.name} {sum(1 for _ in (g / 'cells').rglob('*.json'))} cells" + interim(g)
                   for g in sorted(run.iterdir()) if (g / "settings.json").is_file()]
         try:
             started = json.loads((run / "reproduce.json").read_text())
@@ -82,6 +102,28 @@ def grid_folders(folder: Path, reports: dict) -> list[str]:
         state = f"finished: [{started['name']}]({started['name']}/report.md)" if done else "in progress"
         out.append(f"`{folder.name}/{run.name}` ({state}): " + (", ".join(counts) if counts else "no cell finished"))
     return out
+
+
+def _interim_findings(folder: Path) -> dict[str, list[tuple[dict, str, str, str]]]:
+    """{claim id: [(finding, created, grid folder relative to the index, the grid's name)]} from the interim
+    reports of the grids still running under `folder`."""
+    found: dict[str, list] = {}
+    for grid, results in interims(folder).items():
+        try:
+            name = json.loads((grid.parent / "reproduce.json").read_text()).get("name")
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            name = None
+        for f in results.get("findings") or []:
+            found.setdefault(f["claim"], []).append((f, str(results.get("created", "")),
+                                                     f"{folder.name}/{grid.parent.name}/{grid.name}", name))
+    return found
+
+
+def _pick(candidates: list[tuple], name: str) -> tuple | None:
+    """The interim finding of a claim that the index shows: one of the claim's own name's grids (table4's for a
+    Table 4 claim another grid also judges), else any; the newest of those."""
+    own = [c for c in candidates if c[3] == name] or candidates
+    return max(own, key=lambda c: c[1]) if own else None
 
 
 def all_claims() -> list[tuple[str, str, str, str]]:
@@ -133,19 +175,27 @@ def write_index(root: str | Path) -> Path:
         lines += ["Grid folders (their finished cells are committed; the same command with `--out` on a folder "
                   "trains only the missing ones, and rebuilds a finished report without training):", ""]
         lines += [f"- {p}" for p in progress] + [""]
-    lines += ["## Every claim of the paper", ""]
+    lines += ["## Every claim of the paper", "",
+              "A claim judged by a grid still running is shown from its interim report (the variants finished so "
+              "far, under the evidence rules) where that is newer than the published report or the published "
+              "report predates the rules.", ""]
     claim_rows = []
+    latest = _interim_findings(root / GRIDS)
     for name, cid, table, text in all_claims():
         r = reports.get(name)
         mine = next((c for c in (r or {}).get("claims", []) if c["claim"] == cid), None)
-        if mine is None:
+        where = f"{name} ({r['budget']})" if r else name
+        pick = _pick(latest.get(cid, []), name)
+        if pick and (mine is None or not r["judged"] or pick[1] > str(r.get("created", ""))):
+            f, _, grid, _ = pick
+            status, detail, where = f"{f['status']} (interim)", short_finding(f), f"[{grid}]({grid}/interim.md)"
+        elif mine is None:
             status, detail = (NOT_RUN, f"`synthformer reproduce {name} --budget cpu`") if r is None else ("not checked", "")
         else:
             status, detail = mine["status"], mine["detail"]
             if not r["judged"]:
                 status = f"{status} (old rules)"
-        claim_rows.append([table, f"{text} (`{cid}`)", f"**{status}**", f"{name} ({r['budget']})" if r else name,
-                           _short(detail)])
+        claim_rows.append([table, f"{text} (`{cid}`)", f"**{status}**", where, _short(detail)])
     lines += [markdown_table(["table", "claim", "status", "where", "detail"], claim_rows), ""]
     lines += ["## Why ours differs", ""]
     for name, module in names().items():
