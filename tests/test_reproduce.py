@@ -55,6 +55,7 @@ def test_table5_reuse_fine_tunes_table4s_runs_and_refuses_other_settings(tmp_pat
     from synthformer.errors import SynthformerError
     from synthformer.finetune_suite import _pretrain
     from synthformer.reproduce import reproduce as run_reproduce, table4, table5
+    from synthformer.reproduce.index import grid_folders
     from synthformer.train_config import TrainConfig
     from synthformer.tuning import TuneConfig
 
@@ -73,6 +74,9 @@ def test_table5_reuse_fine_tunes_table4s_runs_and_refuses_other_settings(tmp_pat
         assert len(r["sweep"]) == 1
     assert not (t5 / "finetune" / "pretrain").exists() and not (t5 / "finetune" / "tune").exists()
     assert sum(f"finished in {grid / 'tune'}" in m for m in said) == len(table5.VARIANTS)
+    kept = len(list((t5 / "finetune" / "cells").rglob("*.json")))  # one a fine-tuning run: table5 keeps cells too
+    assert kept == len(table5.VARIANTS) * len(table5.TASKS)
+    assert f"finetune {kept} cells" in next(line for line in grid_folders(tmp_path, {}) if "/t5`" in line)
     # a run there of other settings or another model is refused, naming what differs
     result = json.loads((grid / "V" / "done.json").read_text())
     train = {k: v for k, v in result["train"].items() if k in {f.name for f in dataclasses.fields(TrainConfig)}}

@@ -91,7 +91,7 @@ def grid_folders(folder: Path, reports: dict) -> list[str]:
         return ""
     for run in sorted(p for p in folder.glob("*/") if (p / "reproduce.json").is_file()):
         counts = [f"{g.name} {sum(1 for _ in (g / 'cells').rglob('*.json'))} cells" + interim(g)
-                  for g in sorted(run.iterdir()) if (g / "settings.json").is_file()]
+                  for g in sorted(run.iterdir()) if (g / "settings.json").is_file() or (g / "cells").is_dir()]
         try:
             started = json.loads((run / "reproduce.json").read_text())
         except (OSError, json.JSONDecodeError):
