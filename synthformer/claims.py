@@ -737,32 +737,70 @@ def _stat_dict(s: Stat) -> dict:
     return {"mean": s.mean, "std": s.std, "n": s.n, **({"interval": list(s.interval)} if s.interval else {})}
 
 
-def evaluate(rows: list[dict], kind: str, claims: tuple[Claim, ...] | None = None) -> list[dict]:
+def evaluate(rows: list[dict], kind: str, claims: tuple[Claim, ...] | None = None,
+             gated: dict | None = None) -> list[dict]:
     """Findings of every claim of task kind `kind` (of `claims`, default all) that `rows` can check.
-    Floor rows (``"floor": true``) gate the claims and are never compared as variants."""
+    Floor rows (``"floor": true``) gate the claims and are never compared as variants. `gated`: the
+    comparison stopped after its first variant (`gate_note`; {"by", "skipped", "note"}), and a claim
+    naming a variant it skipped is *inconclusive*, not learned at this budget (`_gated`)."""
     out = []
     for claim in claims if claims is not None else CLAIMS:
         if claim.applies_to(kind):
             finding = judge(claim, rows)
+            if finding is None and gated and set(gated["skipped"]) & {claim.subject, *claim.others}:
+                finding = _gated(claim, rows, gated)
             if finding is not None:
                 out.append(finding)
     return out
 
 
+def gate_note(row: dict, floors: list[dict], kind: str, claims: tuple[Claim, ...] | None = None) -> str | None:
+    """Why a comparison stops after the variant of `row` (compare's ``gate``, V at a budget too small for its
+    task): it does not beat the floor (step 1 of the rule, on `row` alone) on the metric of any claim of `kind`
+    that a floor row gates, nor on such a claim's proxy, so no claim of the grid could be judged at this budget.
+    The "not learned: ..." notes, or None when it learned one (or no claim is gated by a floor)."""
+    notes = []
+    for claim in claims if claims is not None else CLAIMS:
+        metric = claim.learned_on or claim.metric
+        if not claim.applies_to(kind) or _floor_value(floors, metric) is None or row_stat(row, metric) is None:
+            continue
+        note = _not_learned(claim, [row], floors)
+        if note is not None and claim.proxy and _floor_value(floors, claim.proxy) and row_stat(row, claim.proxy):
+            on_proxy = replace(claim, metric=claim.proxy, lower_is_better=claim.proxy in LOWER_IS_BETTER, learned_on="")
+            if _not_learned(on_proxy, [row], floors) is None:
+                return None  # judged on its proxy
+        if note is None:
+            return None
+        notes.append(note)
+    return "; ".join(dict.fromkeys(notes)) or None
+
+
+def _gated(claim: Claim, rows: list[dict], gated: dict) -> dict:
+    """The finding of a claim naming a variant the comparison did not train (`evaluate`'s `gated`)."""
+    by_variant = {r["variant"]: r for r in rows if not is_floor(r)}
+    ours = {v: _stat_dict(s) for v in (claim.subject, *claim.others)
+            if v in by_variant and (s := row_stat(by_variant[v], claim.metric)) is not None}
+    skipped = [v for v in (claim.subject, *claim.others) if v in gated["skipped"]]
+    return {"claim": claim.name, "text": claim.text, "table": claim.table, "benchmark": claim.benchmark,
+            "metric": claim.metric, "relation": claim.relation, "threshold": claim.threshold,
+            "status": "inconclusive", "rule": claim.rule(), "paper": dict(claim.paper), "ours": ours, "pairs": [],
+            "note": f"{gated['note']}; {gated['by']}, trained first, did not clear the floor, so "
+                    f"{', '.join(skipped)} were not trained at this budget", "gated": True}
+
+
 def finding_line(f: dict) -> str:
     """One Markdown bullet for a finding: paper, ours (with 95% intervals when present), each pair's gap
     with its interval, the rule and any note."""
-    subject = next(iter(f["ours"]))
     spec = "{:,.0f}" if f["metric"] in BESIDE_METRICS else "{:.4g}"
     ours = ", ".join(f"{v} {Stat(**{**s, 'interval': tuple(s['interval']) if s.get('interval') else None}).show(spec)}"
-                     for v, s in f["ours"].items())
+                     for v, s in f["ours"].items()) or "none trained"
     paper = ", ".join(f"{v} {_paper(p)}" for v, p in f["paper"].items()) or "a figure, no numbers"
-    gaps = ", ".join(f"{subject} vs {p['other']} {p['gap']:+.1%}"
+    gaps = ", ".join(f"{next(iter(f['ours']))} vs {p['other']} {p['gap']:+.1%}"
                      + (f" [{p['interval'][0]:+.1%}, {p['interval'][1]:+.1%}]" if p.get("interval") else "")
                      for p in f["pairs"])
     return (f"**{f['status']}**: {f['text']} [{f['table']}, {f['benchmark']}; `{f['claim']}`]. "
-            f"Paper: {paper}. Ours ({f['metric']}): {ours}; shortfall {gaps}. Rule: {f['rule']}."
-            + (f" Note: {f['note']}." if f.get("note") else ""))
+            f"Paper: {paper}. Ours ({f['metric']}): {ours}" + (f"; shortfall {gaps}" if gaps else "")
+            + f". Rule: {f['rule']}." + (f" Note: {f['note']}." if f.get("note") else ""))
 
 
 def _paper(value: float) -> str:

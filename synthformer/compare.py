@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from .cells import cell_file, cells_wall_s, curve, load_cell, save_cell
-from .claims import check_kind, select as select_claims, stat
+from .claims import check_kind, gate_note, select as select_claims, stat
 from .errors import SynthformerError
 from .integrity import atomic_write_json, atomic_write_text
 from .lock import LOCK_FILE, RunLock
@@ -222,7 +222,7 @@ def with_floor(results: dict) -> list[dict]:
 def compare(variants: list[str], train_overrides: dict, model_overrides: dict, out: Path,
             log=print, seeds: int | None = None, kind: str | None = None, claims: list[str] | None = None,
             tune: TuneConfig | None = None, reuse: bool = False, only: list[str] | None = None,
-            interim: bool = False, sweeps_from: Path | None = None) -> dict | None:
+            interim: bool = False, sweeps_from: Path | None = None, gate: str | None = None) -> dict | None:
     """Train every variant `seeds` times (seeds s, s+1, ...) into ``out``; write table.md, curves.png,
     results.json.
 
@@ -248,6 +248,11 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     `interim`: train nothing; write ``interim.md`` (no results.json) from the variants whose sweep and
     seeds have all finished, judging only the claims none of whose variants is still pending. It reads a
     folder another comparison may be writing, so it takes no lock; a finished comparison returns its results.
+
+    `gate`: the first variant (V), trained first; when it does not beat the floor on any claim the floor gates
+    (`claims.gate_note`), the rest are not trained: no claim of the grid could be judged at this budget. The
+    results keep {"by", "skipped", "note"} under "gated", and every claim naming a skipped variant is
+    inconclusive with that note (`claims.evaluate`).
     """
     from .train import RESUME_FREE, TrainConfig
 
@@ -256,6 +261,8 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
         raise CompareError(f"variants repeat: {names}; name each variant once")
     if only is not None and not set(only) <= set(names):
         raise CompareError(f"only {sorted(set(only) - set(names))}: not among the variants {names}")
+    if gate is not None and variant_name(gate) != names[0]:
+        raise CompareError(f"gate {gate}: the gate is trained first; make it the first of the variants {names}")
     base = TrainConfig(**{**DEFAULTS, **train_overrides})
     # every variant must fit its slot (e.g. linformer cannot be a decoder's self-attention): checked up front
     causal = base.task == "lm" or (base.task == "seq2seq" and model_overrides.get("decoder_attention") is None)
@@ -268,7 +275,7 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     out = Path(out)
     settings = {"variants": names, "train": {k: v for k, v in base.to_dict().items() if k not in RESUME_FREE},
                 "model": dict(model_overrides), "seeds": "auto" if seeds is None else seeds,
-                "tune": tune.to_dict() if tune else None}
+                "tune": tune.to_dict() if tune else None, **({"gate": names[0]} if gate else {})}
     if interim:
         if only is not None:
             raise CompareError("interim reports the finished variants and trains none: drop `only`")
@@ -277,7 +284,8 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
         if check_settings(out, settings, record=False):
             log(f"{out}: finished, see {out / 'table.md'}")
             return read_json(out / "results.json")
-        return _run(names, base, dict(model_overrides), out, log, seeds, kind, chosen, tune, settings, interim=True)
+        return _run(names, base, dict(model_overrides), out, log, seeds, kind, chosen, tune, settings, interim=True,
+                    gate=gate is not None)
     created = not out.exists()
     _open_folder(out)
     try:
@@ -289,7 +297,7 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
                 log(f"{out}: finished earlier, reusing {out / 'results.json'}")
                 return read_json(out / "results.json")
             return _run(names, base, dict(model_overrides), out, log, seeds, kind, chosen, tune, settings, only,
-                        sweeps_from=sweeps_from)
+                        sweeps_from=sweeps_from, gate=gate is not None)
     finally:
         if created and not (out / SETTINGS).exists():  # failed before anything was recorded (e.g. bad data)
             with contextlib.suppress(OSError):
@@ -297,7 +305,7 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
 
 
 def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen, tune, settings,
-         only=None, interim: bool = False, sweeps_from: Path | None = None) -> dict | None:
+         only=None, interim: bool = False, sweeps_from: Path | None = None, gate: bool = False) -> dict | None:
     from .plan import prepare
 
     t0 = time.time()
@@ -311,7 +319,7 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
         record_settings(out, settings)  # the data loaded: from here on the folder holds this comparison
     log(f"{out}: {', '.join(names)} x {seeds} seed(s)" + (", each after the same learning-rate sweep" if tune else ""))
     cell = _Cells(out, data, log, reuse_only=interim, sweeps_from=sweeps_from)
-    rows, pending = [], []
+    rows, pending, gated = [], [], None
     total = len(names) * seeds
     for i, name in enumerate(names):
         if only is not None and name not in only:
@@ -341,6 +349,13 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
             pending.append(name)
             continue
         rows.append({**aggregate(name, per_seed), "tuned": tuned, "sweep": scores})
+        if gate and i == 0 and only is None and len(names) > 1:
+            floor = _floor(out, base.task, kind, data, log, "test" if base.eval_test else "valid")
+            note = gate_note(rows[0], [floor] if floor else [], kind, chosen)
+            if note:
+                gated = {"by": name, "skipped": names[1:], "note": note}
+                log(f"{name} did not clear the floor ({note}): {', '.join(names[1:])} not trained (the grid's gate)")
+                break
     if only is not None:  # a share of the grid: its cells are written, the results need every variant's
         return None
     if interim:
@@ -355,8 +370,9 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
                "variants": rows,
                "floor": floor, "tuning": tune.to_dict() if tune else None, "paper_label": LABEL,
                "wall_s": max(time.time() - t0, cells_wall_s(out)), "command": sys.argv,
-               "created": time.strftime("%Y-%m-%d %H:%M:%S"), **({"pending": pending} if interim else {})}
-    results["findings"] = findings(with_floor(results), kind, chosen)
+               "created": time.strftime("%Y-%m-%d %H:%M:%S"), **({"pending": pending} if interim else {}),
+               **({"gated": gated} if gated else {})}
+    results["findings"] = findings(with_floor(results), kind, chosen, gated)
     _write_report(out, base, results, log)
     return results
 
@@ -477,7 +493,8 @@ def _write_report(out: Path, base, results: dict, log) -> None:
                    "finishes; the full report (table.md, results.json) comes with the last cell.\n")
     note = floor_line(with_floor(results), base.task)
     text = (header + "\n" + table_markdown(with_floor(results), base.task, kind=kind, split=results["split"]) + "\n\n"
-            + (f"**{note}**\n\n" if note else "")
+            + (f"**{note}**\n\n" if note else "") + (f"**{gate_line(results['gated'])}**\n\n"
+                                                      if results.get("gated") else "")
             + tuning_markdown(rows, results.get("tuning"))
             + f"\n\n## The paper's claims for task kind {kind}, checked here\n\n"
             + findings_markdown(results["findings"]) + "\n")
@@ -493,6 +510,13 @@ def _write_report(out: Path, base, results: dict, log) -> None:
                       + (f", seed {base.seed} of {len(seeds)}" if len(seeds) > 1 else "") + ")")
     atomic_write_json(out / "results.json", results)
     log(f"wrote {out / 'table.md'}, {out / 'curves.png'}, {out / 'results.json'} ({results['wall_s']:.0f}s)")
+
+
+def gate_line(gated: dict) -> str:
+    """One line on a comparison its gate stopped (`compare`'s `gate`)."""
+    return (f"Stopped after {gated['by']}, the grid's gate: {gated['note']}. Not trained at this budget: "
+            f"{', '.join(gated['skipped'])}; every claim naming them is inconclusive (a claim is not learned until "
+            "its variants beat the floor).")
 
 
 def _plain(metrics: dict | None) -> dict:

@@ -157,10 +157,10 @@ def tuning_markdown(rows: list[dict], protocol: dict | None) -> str:
     return "\n".join(lines)
 
 
-def findings(rows: list[dict], kind: str, claims=None) -> list[dict]:
+def findings(rows: list[dict], kind: str, claims=None, gated: dict | None = None) -> list[dict]:
     """The paper's claims of task kind `kind` that `rows` can check, each a structured finding
-    (see `synthformer.claims`: claim, table, paper, ours, status, rule)."""
-    return evaluate(rows, kind, claims)
+    (see `synthformer.claims`: claim, table, paper, ours, status, rule); `gated`: `claims.evaluate`'s."""
+    return evaluate(rows, kind, claims, gated)
 
 
 def findings_markdown(found: list[dict]) -> str:

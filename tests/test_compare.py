@@ -387,3 +387,52 @@ def test_eval_test_reports_and_judges_the_test_split_the_sweep_never_saw(dialogu
     assert results["floor"]["metrics"]["ppl"] == pytest.approx(floor_row("lm", data, "test")["metrics"]["ppl"])
     assert results["floor"]["metrics"]["ppl"] != pytest.approx(floor_row("lm", data, "valid")["metrics"]["ppl"])
     assert "| test PPL |" in (out / "table.md").read_text()
+
+
+def test_gate_note_stops_only_where_v_learns_no_claim_the_floor_gates():
+    """`claims.gate_note`: V below the floor on every floor-gated claim of the kind stops the grid; V beating it on
+    one (or on a claim's proxy: MT's teacher-forced ppl while BLEU is not learned) does not."""
+    from synthformer.claims import gate_note
+
+    lm_floor = {"variant": "floor", "floor": True, "name": "KN bigram", "metrics": {"ppl": 80.0, "loss": 4.38}}
+    assert gate_note({"variant": "V", "metrics": {"ppl": 90.0}}, [lm_floor], "lm").startswith("not learned: V 90")
+    assert gate_note({"variant": "V", "metrics": {"ppl": 78.0}}, [lm_floor], "lm") is not None  # not 5% below
+    assert gate_note({"variant": "V", "metrics": {"ppl": 70.0}}, [lm_floor], "lm") is None
+    assert gate_note({"variant": "V", "metrics": {"ppl": 90.0}}, [], "lm") is None  # no floor: nothing to gate on
+    mt_floor = {"variant": "floor", "floor": True, "metrics": {"bleu": 0.1, "ppl": 48.0},
+                "names": {"bleu": "copy source", "ppl": "target-side KN bigram"}}
+    no_bleu = {"bleu": 0.5}
+    assert gate_note({"variant": "V", "metrics": {**no_bleu, "ppl": 20.0}}, [mt_floor], "seq2seq-mt") is None
+    assert "not learned: V 0.5" in gate_note({"variant": "V", "metrics": {**no_bleu, "ppl": 60.0}}, [mt_floor],
+                                             "seq2seq-mt")
+    assert gate_note({"variant": "V", "metrics": {"bleu": 9.0, "ppl": 60.0}}, [mt_floor], "seq2seq-mt") is None
+
+
+def test_a_gate_v_does_not_clear_stops_the_grid_and_marks_the_claims_of_the_rest(dialogue, tmp_path):
+    """A grid with a gate trains V first; below the floor (3 steps), the other variants are not trained, the
+    results say so, and every claim naming them is inconclusive with the reason, in the report, the interim
+    and the claims' lines; the gate must be the first variant."""
+    from synthformer.claims import finding_line
+    from synthformer.compare import CompareError, compare
+
+    out, logs = tmp_path / "cmp", []
+    over = {"data": str(dialogue), "steps": 3, "seq_len": 24, "vocab_size": 300, "batch_size": 4, "eval_every": 2,
+            "eval_batches": 2, "threads": 1, "progress": False, "warmup_steps": 1}
+    results = compare(["V", "Fix", "R"], over, {}, out, log=logs.append, seeds=1, kind="lm", gate="V")
+    assert [r["variant"] for r in results["variants"]] == ["V"]
+    gated = results["gated"]
+    assert gated["by"] == "V" and gated["skipped"] == ["Fix", "R"] and gated["note"].startswith("not learned: V")
+    assert not (out / "Fix").exists() and not (out / "R").exists() and any("not trained (the grid's gate)" in m
+                                                                       for m in logs)
+    found = {f["claim"]: f for f in results["findings"]}
+    fix_vs_r, r_close = found["t2-lm1b-fix-vs-r"], found["t2-lm1b-r-close-v"]
+    assert fix_vs_r["status"] == r_close["status"] == "inconclusive"
+    assert fix_vs_r["ours"] == {} and set(r_close["ours"]) == {"V"}
+    assert "Fix, R were not trained at this budget" in fix_vs_r["note"] and "R were not trained" in r_close["note"]
+    assert "Ours (ppl): none trained. Rule:" in finding_line(fix_vs_r)
+    assert "Stopped after V, the grid's gate: not learned: V" in (out / "table.md").read_text()
+    assert json.loads((out / "settings.json").read_text())["gate"] == "V"
+    again = compare(["V", "Fix", "R"], over, {}, out, seeds=1, kind="lm", gate="V", interim=True)
+    assert again["gated"] == gated  # finished: the same results
+    with pytest.raises(CompareError, match="make it the first"):
+        compare(["R", "V"], over, {}, tmp_path / "x", seeds=1, gate="V")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..claims import CLAIMS, evaluate, finding_line, status_rank
-from ..compare import DEFAULT_SEEDS, SMALL_EVAL, SMALL_EVAL_SEEDS, with_floor
+from ..compare import DEFAULT_SEEDS, SMALL_EVAL, SMALL_EVAL_SEEDS, gate_line, with_floor
 from ..errors import SynthformerError
 from ..integrity import atomic_write_text
 from ..report import table_markdown, tuning_markdown
@@ -95,6 +95,7 @@ class Grid:
     kind: str | None = None  # task kind for paper columns / claims (default from task and data)
     note: str = ""  # one paragraph under the title: what stands in for the paper's benchmark
     tune_fraction: float | None = None  # steps of a sweep candidate as a fraction of the run's; None: the budget's
+    gate: str | None = None  # the first variant: when it does not clear the floor the rest are not trained (compare)
 
 
 @dataclass
@@ -151,7 +152,8 @@ class Context:
                 return None
         return compare(list(grid.variants), self.train_overrides(grid), dict(grid.model), self.out / grid.key,
                        log=self.log, seeds=self.seeds, kind=grid.kind, tune=self.tune_for(grid), reuse=True, only=only,
-                       interim=self.interim, sweeps_from=None if self.reuse is None else self.reuse / grid.key)
+                       interim=self.interim, sweeps_from=None if self.reuse is None else self.reuse / grid.key,
+                       gate=grid.gate)
 
     def tune_for(self, grid: Grid) -> TuneConfig | None:
         """The sweep of one grid: the budget's, with the grid's own candidate length where it sets one."""
@@ -185,8 +187,11 @@ def grid_section(grid: Grid, results: dict, tables: tuple, extra_body: str = "")
     rows = with_floor(results)
     kind = results["kind"]
     # judged now, not read from the grid's results.json: a rule changed since the runs applies to them too
-    found = [f for f in evaluate(rows, kind) if f["table"] in tables]
-    body = [grid.note, "", table_markdown(rows, grid.task, kind=kind, split=results.get("split", "valid")), "", tuning_markdown(rows, results.get("tuning"))]
+    found = [f for f in evaluate(rows, kind, gated=results.get("gated")) if f["table"] in tables]
+    body = [grid.note, "", table_markdown(rows, grid.task, kind=kind, split=results.get("split", "valid"))]
+    if results.get("gated"):
+        body += ["", f"**{gate_line(results['gated'])}**"]
+    body += ["", tuning_markdown(rows, results.get("tuning"))]
     if extra_body:
         body += ["", extra_body]
     body += ["", f"![learning curves]({grid.key}/curves.png)"]
