@@ -485,7 +485,8 @@ def _write_report(out: Path, base, results: dict, log) -> None:
     seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}..{seeds[-1]}"
     pending = results.get("pending")
     title = "# synthformer compare" if pending is None else f"# Interim ({results['created']}), synthformer compare"
-    header = (f"{title}: {base.task} on {base.data} (task kind {kind}), preset {base.preset}, "
+    shape = shape_text(rows[0]["model"]) if rows and rows[0].get("model") else f"preset {base.preset}"
+    header = (f"{title}: {base.task} on {base.data} (task kind {kind}), {shape}, "
               f"{base.steps} steps x {base.batch_size} sequences, {seed_text}\n")
     if pending is not None:
         header += (f"\nFinished: {', '.join(r['variant'] for r in rows)}. Still running or not started: "
@@ -510,6 +511,14 @@ def _write_report(out: Path, base, results: dict, log) -> None:
                       + (f", seed {base.seed} of {len(seeds)}" if len(seeds) > 1 else "") + ")")
     atomic_write_json(out / "results.json", results)
     log(f"wrote {out / 'table.md'}, {out / 'curves.png'}, {out / 'results.json'} ({results['wall_s']:.0f}s)")
+
+
+def shape_text(model: dict) -> str:
+    """A trained model's size in words (its resolved ModelConfig), e.g. "d=128, 3 + 3 layers, 4 heads, FFN 512"."""
+    layers = model.get("num_layers")
+    if model.get("kind") == "seq2seq":
+        layers = f"{layers} + {model.get('num_decoder_layers') or layers}"
+    return f"d={model.get('embed_dim')}, {layers} layers, {model.get('num_heads')} heads, FFN {model.get('ffn_dim')}"
 
 
 def gate_line(gated: dict) -> str:

@@ -58,6 +58,7 @@ def test_compare_tiny_budget_writes_table_plot_and_results(dialogue, tmp_path):
     assert code == 0, err
     table = (out / "table.md").read_text()
     assert "| V |" in table and "| R+V |" in table  # names canonicalised ("r+v" -> "R+V")
+    assert "(task kind lm), d=64, 2 layers, 2 heads, FFN 256, 3 steps" in table  # the size trained, not a name
     assert "paper: LM1B PPL" in table and "38.21" in table and "40.05" in table
     assert "paper (full scale, TPU)" in table
     assert "paper: dialogue" not in table and "EnDe" not in table  # paper columns of the LM kind only
