@@ -64,7 +64,7 @@ def test_no_task_writes_its_own_evaluation_loop():
 
 @pytest.mark.parametrize("task,kind,batches,keys", [
     (LMTask(), "lm", _lm_batches, {"loss", "ppl", "eval_tokens", "loss_se", "ppl_se"}),
-    (MLMTask(), "mlm", _lm_batches, {"loss", "ppl", "masked_tokens", "loss_se", "ppl_se"}),
+    (MLMTask(), "mlm", _lm_batches, {"loss", "ppl", "masked_tokens", "masked_accuracy", "loss_se", "ppl_se"}),
     (ClassifyTask(), "classifier", _cls_batches, {"loss", "accuracy", "chance_accuracy", "examples", "loss_se",
                                                   "accuracy_se"}),
     (Seq2SeqTask(), "seq2seq", _s2s_batches, {"loss", "ppl", "eval_tokens", "loss_se", "ppl_se"}),
@@ -103,6 +103,19 @@ def test_classify_evaluate_counts_correct_labels():
         correct = sum(int((model(b["tokens"]).argmax(-1) == b["labels"]).sum()) for b in batches)
     assert out["examples"] == 12 and out["accuracy"] == pytest.approx(100.0 * correct / 12)
     assert out["chance_accuracy"] == pytest.approx(100.0 * 6 / 12)  # label 1 is half of [0, 1, 2, 1]
+
+
+def test_mlm_evaluate_scores_the_masked_tokens_predicted_exactly_under_the_fixed_masks():
+    model, batches, task = _model("mlm"), _lm_batches(), MLMTask()
+    out = task.evaluate(model, batches, TOK)
+    g, correct, total = torch.Generator().manual_seed(1234), 0, 0  # the evaluation's fixed masking generator
+    with torch.no_grad():
+        for b in batches:
+            inputs, targets = task.mask(b["tokens"][:, :-1], model.config.vocab_size, g)
+            chosen = targets != -100
+            correct += int((model(inputs).argmax(-1)[chosen] == targets[chosen]).sum())
+            total += int(chosen.sum())
+    assert out["masked_tokens"] == total > 0 and out["masked_accuracy"] == pytest.approx(100.0 * correct / total)
 
 
 def test_seq2seq_evaluate_decodes_the_decode_batches_only():
@@ -234,9 +247,11 @@ def test_text_metrics_ses_match_rescoring_the_strings():
     out = text_metrics(hyps, refs, n_boot=40)
     assert out["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score)
     assert out["chrf"] == pytest.approx(sacrebleu.corpus_chrf(hyps, [refs]).score)
-    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
-    assert out["rougeL"] == pytest.approx(100 * statistics.mean(scorer.score(r, h)["rougeL"].fmeasure
-                                                                 for h, r in zip(hyps, refs)))
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+    for key in ("rouge1", "rouge2", "rougeL"):
+        assert out[key] == pytest.approx(100 * statistics.mean(scorer.score(r, h)[key].fmeasure
+                                                               for h, r in zip(hyps, refs)))
+    assert out["rouge2"] < out["rouge1"] and out["rouge2_se"] > 0
     pick = lambda idx: ([hyps[i] for i in idx], [[refs[i] for i in idx]])  # noqa: E731
     assert out["bleu_se"] == pytest.approx(
         _literal_bootstrap_se(lambda idx: sacrebleu.corpus_bleu(*pick(idx)).score, len(hyps), n_boot=40), rel=1e-9)

@@ -11,14 +11,14 @@ import torch
 
 from ..data.tokenizer import MASK, SPECIALS
 from ..errors import ConfigError
-from .base import IGNORE, loss_ses, perplexity  # IGNORE: the target of positions not selected
+from .base import IGNORE, add_losses, loss_ses, perplexity  # IGNORE: the target of positions not selected
 from .lm import LMTask
 
 
 
 class MLMTask(LMTask):
     """Encoder with an MLM head on the LM task's blocks (the last token of each is dropped in `mask`);
-    metric: perplexity on the masked tokens."""
+    metrics: perplexity on the masked tokens, and the % of them predicted exactly (masked_accuracy)."""
 
     name = "mlm"
     model_kind = "mlm"
@@ -62,6 +62,14 @@ class MLMTask(LMTask):
         inputs, targets = self.mask(batch["tokens"][:, :-1], config.vocab_size, generator)  # (B, L)
         return model(inputs), targets, IGNORE  # logits (B, L, V)
 
+    def eval_batch(self, model, batch, tokenizer, totals, generator, **options):
+        """The loss on the masked tokens, and how many of them the model predicts exactly."""
+        logits, targets, ignore = self.predictions(model, batch, generator)  # (B, L, V), (B, L)
+        add_losses(totals, logits, targets, ignore)
+        chosen = targets != ignore
+        totals["correct"] = totals.get("correct", 0) + int((logits.argmax(-1)[chosen] == targets[chosen]).sum())
+
     def eval_metrics(self, totals, **options):
         loss = totals["loss_sum"] / totals["count"]
-        return {"loss": loss, "ppl": perplexity(loss), "masked_tokens": totals["count"], **loss_ses(totals)}
+        return {"loss": loss, "ppl": perplexity(loss), "masked_tokens": totals["count"],
+                "masked_accuracy": 100.0 * totals.get("correct", 0) / totals["count"], **loss_ses(totals)}

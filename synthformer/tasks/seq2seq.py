@@ -1,6 +1,6 @@
 """Sequence-to-sequence (translation, dialogue turns, summaries): teacher-forced cross-entropy for
 training; evaluation also decodes (greedy or beam) the batches it is given and scores BLEU and chrF
-(sacrebleu) and ROUGE-L (rouge-score, stemmed), each with a bootstrap SE over the decoded sentences.
+(sacrebleu) and ROUGE-1/2/L (rouge-score, stemmed), each with a bootstrap SE over the decoded sentences.
 A hypothesis may be as long as its source allows (`decode_limit`), never as its reference."""
 from __future__ import annotations
 
@@ -99,43 +99,46 @@ def cut_at_eos(ids: list[int], eos_id: int) -> list[int]:
 
 
 def text_item_stats(hyps: list[str], refs: list[str]) -> np.ndarray:
-    """(N, 29) per-sentence sufficient statistics: sacrebleu's BLEU counts (hyp/ref length, 4 matched
-    and 4 total n-gram counts), its chrF counts (6 character orders x hyp/ref/match) and the ROUGE-L
-    F1 (rouge-score, Porter stemmer, the same setting on every split). Corpus BLEU and chrF are
-    functions of the column sums (sacrebleu scores a corpus from summed sentence statistics), the
-    ROUGE-L of their mean: `text_scores` turns a sum back into scores, so a bootstrap over sentences
+    """(N, 31) per-sentence sufficient statistics: sacrebleu's BLEU counts (hyp/ref length, 4 matched
+    and 4 total n-gram counts), its chrF counts (6 character orders x hyp/ref/match) and the ROUGE-1,
+    ROUGE-2 and ROUGE-L F1 (rouge-score, Porter stemmer, the same setting on every split). Corpus BLEU and
+    chrF are functions of the column sums (sacrebleu scores a corpus from summed sentence statistics), the
+    ROUGE scores of their means: `text_scores` turns a sum back into scores, so a bootstrap over sentences
     resamples rows instead of rescoring strings."""
     import numpy as np  # train extra: imported when used, so the core install runs on torch alone
     import sacrebleu
     from rouge_score import rouge_scorer
 
-    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    scorer = rouge_scorer.RougeScorer(list(ROUGE), use_stemmer=True)
     bleu = sacrebleu.BLEU()._extract_corpus_statistics(hyps, [refs])  # N x 10
     chrf = sacrebleu.CHRF()._extract_corpus_statistics(hyps, [refs])  # N x 18
-    rouge = [[scorer.score(r, h)["rougeL"].fmeasure] for h, r in zip(hyps, refs)]
+    rouge = [[s[k].fmeasure for k in ROUGE] for s in (scorer.score(r, h) for h, r in zip(hyps, refs))]
     return np.concatenate([np.asarray(bleu, dtype=np.float64).reshape(len(hyps), _BLEU_COLS),
                            np.asarray(chrf, dtype=np.float64).reshape(len(hyps), _CHRF_COLS),
-                           np.asarray(rouge, dtype=np.float64).reshape(len(hyps), 1)], axis=1)  # (N, 29)
+                           np.asarray(rouge, dtype=np.float64).reshape(len(hyps), len(ROUGE))], axis=1)  # (N, 31)
 
 
 _BLEU_COLS, _CHRF_COLS = 10, 18  # sacrebleu's defaults: 4-gram BLEU; chrF with 6 character orders, no words
+ROUGE = ("rouge1", "rouge2", "rougeL")  # rouge-score's names, the last columns of `text_item_stats`
 
 
 def text_scores(stats: np.ndarray) -> dict:
-    """{"bleu", "chrf", "rougeL"} (0..100) of the sentences whose `text_item_stats` rows are `stats` (N, 29)."""
+    """{"bleu", "chrf", "rouge1", "rouge2", "rougeL"} (0..100) of the sentences whose `text_item_stats` rows are
+    `stats` (N, 31)."""
     import sacrebleu
 
-    total = stats.sum(axis=0)  # (29,)
+    total = stats.sum(axis=0)  # (31,)
+    chrf_end = _BLEU_COLS + _CHRF_COLS
     return {"bleu": float(sacrebleu.BLEU()._compute_score_from_stats(total[:_BLEU_COLS]).score),
-            "chrf": float(sacrebleu.CHRF()._compute_score_from_stats(total[_BLEU_COLS:-1]).score),
-            "rougeL": 100.0 * float(total[-1]) / max(1, len(stats))}
+            "chrf": float(sacrebleu.CHRF()._compute_score_from_stats(total[_BLEU_COLS:chrf_end]).score),
+            **{k: 100.0 * float(v) / max(1, len(stats)) for k, v in zip(ROUGE, total[chrf_end:])}}
 
 
 def text_metrics(hyps: list[str], refs: list[str], n_boot: int = N_BOOT) -> dict:
-    """Corpus BLEU and chrF (sacrebleu, default settings) and mean ROUGE-L F1 (rouge-score with the
-    Porter stemmer), all in 0..100, each with its bootstrap standard error over sentences
+    """Corpus BLEU and chrF (sacrebleu, default settings) and mean ROUGE-1, ROUGE-2 and ROUGE-L F1 (rouge-score
+    with the Porter stemmer), all in 0..100, each with its bootstrap standard error over sentences
     ("bleu_se", ...; `n_boot` resamples, 0: none), and "decoded" (how many sentence pairs)."""
-    stats = text_item_stats(hyps, refs)  # (N, 29)
+    stats = text_item_stats(hyps, refs)  # (N, 31)
     out = text_scores(stats)
     if n_boot and len(hyps):
         ses = bootstrap_ses(stats, {k: (lambda s, k=k: text_scores(s)[k]) for k in out}, n_boot=n_boot)
