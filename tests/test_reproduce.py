@@ -191,6 +191,15 @@ def test_smoke_end_to_end(tmp_path, name):
         assert masked_accuracy(old, split) == pytest.approx({r["variant"]: own[r["variant"]] for r in old})
         gone = [{**old[0], "seeds": [{**s, "run": str(tmp_path / "gone")} for s in old[0]["seeds"]]}]
         assert masked_accuracy(gone, split) == {old[0]["variant"]: None}
+    if name in ("table2", "table4"):  # the speed claims' tokens/s: every variant timed round-robin after the grid
+        for section in results["sections"]:
+            speed = json.loads((out / section["folder"] / "speed.json").read_text())
+            assert speed["threads"] == 1 and set(speed["rows"]) == {r["variant"] for r in section["rows"]}
+            for row in section["rows"]:
+                measured = {m["seed"]: m["tokens_per_s"] for m in speed["rows"][row["variant"]]}
+                assert [s["tokens_per_s"] for s in row["seeds"]] == [measured[s["seed"]] for s in row["seeds"]]
+                assert row["train_tokens_per_s"] == row["seeds"][0]["train_tokens_per_s"] > 0  # the run's own, kept
+        assert "timed round-robin in one process after the grid" in report
     if name == "table5":  # pretrain_finetune's tables: intervals, the floor row, the paper's GLUE / SuperGLUE
         assert "| variant | sentiment | topic | paraphrase | single | pair |" in report
         assert "| paper: GLUE | paper: SuperGLUE |" in report and "judged on the sentence-pair task's accuracy" in report

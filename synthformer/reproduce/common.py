@@ -178,7 +178,7 @@ def reuse(folder: Path, settings: dict, label: str, log=print) -> dict | None:
 def slim_rows(results: dict) -> list[dict]:
     """The result rows without resolved configs (results.json of the grid keeps those)."""
     keep = ("variant", "params", "metrics", "metrics_std", "interval", "tuned", "sweep", "seeds", "tokens_per_s",
-            "tokens_per_s_std", "train_time_s", "n_seeds", "runs")
+            "tokens_per_s_std", "train_tokens_per_s", "train_time_s", "n_seeds", "runs")
     return [{k: r.get(k) for k in keep} for r in results["variants"]]
 
 
