@@ -21,13 +21,15 @@ synthformer's own benchmark (`synthformer.bench`), not read off the training run
 variant is measured the same way: for each task's length L and each variant, one token-mixing layer
 of the grid's width and heads (`bench.cases.layer_case`, bidirectional, the mixers' default options:
 Linformer k = 32 as the cpu and gpu grids train) runs forward + backward on a batch of the grid's
-size (batch x L tokens, at most `BENCH_MAX_TOKENS`: LRA's batch 32 at 1K); the variants are timed round-robin (`bench.measure.run_cases`: median step
-time) and the peak memory of one extra step is measured (`PeakMeter`: CUDA's max_memory_allocated
-over the step's start; on CPU the growth of the resident set's high-water mark). One measurement per
-seed (the layer's init and input drawn from that seed), on the device the grids trained on; stored
-in ``<task>/bench.json`` and put into each row (and seed) as ``peak_bytes`` beside ``tokens_per_s``
-(which stays the training run's throughput). The training runs record no peak memory, and a
-whole-run peak on CPU would mix in the data and the optimizer; the layer is where the variants differ.
+size (batch x L tokens, at most `BENCH_MAX_TOKENS`: LRA's batch 32 at 1K); the variants are timed
+round-robin (`bench.measure.run_cases`: median step time) and the peak memory of one extra step is
+measured (`PeakMeter`: CUDA's max_memory_allocated over the step's start; on CPU the growth of the
+resident set's high-water mark). One measurement per seed (the layer's init and input drawn from that
+seed), on the device the grids trained on; stored in ``<task>/bench.json`` and put into each row (and
+seed) as ``peak_bytes``. The training runs record no peak memory, and a whole-run peak on CPU would mix
+in the data and the optimizer; the layer is where the variants differ. The speed claims read
+``tokens_per_s``: each variant's whole model timed round-robin on the task's data after the grid
+(`reproduce.speed`), not the training runs' own throughput.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ import json
 from pathlib import Path
 
 from .common import Grid, Section, Spec, budget_model, budget_train, fmt, grid_section, markdown_table, per_budget
+from .speed import add_speed, speed_note
 from ..data.sources.listops import LRA as LISTOPS_LRA
 from ..integrity import atomic_write_text
 
@@ -273,11 +276,12 @@ def run(ctx):
     for grid in grids(ctx.budget, ctx.out):
         results = ctx.run_grid(grid)
         benches[grid.key] = add_bench(grid, results, ctx.out / grid.key, ctx.log)  # peak_bytes beside tokens/s
+        speed = add_speed(results, grid.model, ctx.out / grid.key, ctx.log)  # the speed claims' tokens/s
         all_results.append(results)
         accuracy[grid.key] = {r["variant"]: r["metrics"] for r in results["variants"]}
-        extra = ""
+        extra = speed_note(speed)
         if grid.key == "text":
-            extra = text_counts(grid)
+            extra = text_counts(grid) + "\n\n" + extra
         sections.append(grid_section(grid, results, SPEC.tables, extra))
     average = average_rows(all_results)
     found = [f for f in evaluate(average, "lra") if f["table"] in SPEC.tables]
