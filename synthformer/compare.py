@@ -39,6 +39,7 @@ from .integrity import atomic_write_json, atomic_write_text
 from .lock import LOCK_FILE, RunLock
 from .mixers.registry import check_slot, display_name
 from .reference_results import LABEL, TASK_KINDS, task_kind
+from .speed import add_speed, speed_note
 from .report import floor_line, findings, findings_markdown, table_markdown, tuning_markdown
 from .tuning import TuneConfig, make_tune, sweep, untuned
 
@@ -237,9 +238,8 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     `synthformer train`); a folder of other settings is refused. A finished comparison is refused too,
     or returned when `reuse`. Returns the results dict also written to results.json.
 
-    `sweeps_from`: another comparison folder of the same settings (say, the same grid of another
-    reproduction) whose finished sweep candidates stand in for this one's (`reused`: its run folders or
-    cells, checked); a candidate not finished there is trained here.
+    `sweeps_from`: another comparison folder of the same settings (say, the same grid of another reproduction)
+    whose finished sweep candidates (run folders or cells, checked: `reused`) stand in for this one's.
 
     `only`: train just these variants' cells (sweep and seeds) and return None, writing no results: a
     grid split over machines, each running its share in a clone of the folder; once every cell is there
@@ -249,10 +249,8 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     seeds have all finished, judging only the claims none of whose variants is still pending. It reads a
     folder another comparison may be writing, so it takes no lock; a finished comparison returns its results.
 
-    `gate`: the first variant (V), trained first; when it does not beat the floor on any claim the floor gates
-    (`claims.gate_note`), the rest are not trained: no claim of the grid could be judged at this budget. The
-    results keep {"by", "skipped", "note"} under "gated", and every claim naming a skipped variant is
-    inconclusive with that note (`claims.evaluate`).
+    `gate`: the first variant (V); when it beats the floor on no claim the floor gates (`claims.gate_note`), the
+    rest are not trained. results["gated"] says so, and a claim naming them is inconclusive (`claims.evaluate`).
     """
     from .train import RESUME_FREE, TrainConfig
 
@@ -358,12 +356,16 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
                 break
     if only is not None:  # a share of the grid: its cells are written, the results need every variant's
         return None
+    speed = None
     if interim:
         if not rows:
             raise CompareError(f"{out}: no variant has finished its sweep and every seed yet (pending: "
                                f"{', '.join(pending)}); nothing to report")
-        # a claim is judged once all of its variants that this comparison trains are finished
-        chosen = tuple(c for c in chosen if not {c.subject, *c.others} & set(pending))
+        # a claim is judged once all of its variants that this comparison trains are finished; a speed claim
+        # once they are timed alike, at the end (`synthformer.speed`)
+        chosen = tuple(c for c in chosen if not {c.subject, *c.others} & set(pending) and c.metric != "tokens_per_s")
+    else:
+        speed = add_speed(rows, model_overrides, out, log)
     split = "test" if base.eval_test else "valid"
     floor = _floor(out, base.task, kind, data, log, split)
     results = {"task": base.task, "kind": kind, "data": base.data, "split": split, "seeds": seed_values_,
@@ -371,7 +373,7 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
                "floor": floor, "tuning": tune.to_dict() if tune else None, "paper_label": LABEL,
                "wall_s": max(time.time() - t0, cells_wall_s(out)), "command": sys.argv,
                "created": time.strftime("%Y-%m-%d %H:%M:%S"), **({"pending": pending} if interim else {}),
-               **({"gated": gated} if gated else {})}
+               **({"gated": gated} if gated else {}), **({"speed": speed} if speed else {})}
     results["findings"] = findings(with_floor(results), kind, chosen, gated)
     _write_report(out, base, results, log)
     return results
@@ -496,6 +498,9 @@ def _write_report(out: Path, base, results: dict, log) -> None:
     text = (header + "\n" + table_markdown(with_floor(results), base.task, kind=kind, split=results["split"]) + "\n\n"
             + (f"**{note}**\n\n" if note else "") + (f"**{gate_line(results['gated'])}**\n\n"
                                                       if results.get("gated") else "")
+            + (f"{speed_note(results['speed'])}\n\n" if results.get("speed") else
+               "Speed claims are judged when every variant has finished and is timed alike (`synthformer.speed`).\n\n"
+               if pending is not None else "")
             + tuning_markdown(rows, results.get("tuning"))
             + f"\n\n## The paper's claims for task kind {kind}, checked here\n\n"
             + findings_markdown(results["findings"]) + "\n")

@@ -186,7 +186,8 @@ def _pretrain(cfg: TrainConfig, overrides: dict, data, label: str, log, cells: P
 
 
 def _settled(run: Path, cells: Path) -> bool:
-    """Run `run` has finished: its done.json, or its cell where its folder is not here."""
+    """Run `run` has finished: its done.json, or its cell where its folder is not here. A seed needs its encoder's
+    weights unless every task's run is settled and has its floor."""
     return (run / "done.json").exists() or (not run.exists() and cell_file(cells, run).is_file())
 
 
@@ -309,16 +310,14 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
     `variants`: encoder specs, and `BASE_PLUS` (with a +V mixture to match). `pretrain` / `finetune`
     are TrainConfig overrides of either stage, `model` ModelConfig overrides of both (the fine-tuned
     classifier takes the pretrained encoder's shape; a `pooling` goes to it alone). `tune`: the learning-rate
-    sweep of every variant's pretraining (`synthformer.tuning`; None: none). `reuse`: a comparison folder of
-    the same pretraining whose finished runs stand in for this suite's (module docstring). Fine-tuned tasks are scored on the
-    test split when `finetune` sets ``eval_test``, else on validation (the paper's dev scores).
-    `finetune_examples` caps each task's training examples (valid gets a tenth; None = all). Unknown
-    variants or tasks, and sources that are not installed, fail before any training.
-    """
+    sweep of every variant's pretraining (`synthformer.tuning`; None: none). `reuse`: a comparison folder of the
+    same pretraining whose finished runs stand in for this suite's (module docstring). Fine-tuned tasks are scored
+    on the test split when `finetune` sets ``eval_test``, else on validation (the paper's dev scores).
+    `finetune_examples` caps each task's training examples (valid gets a tenth; None = all). Unknown variants or
+    tasks, and sources that are not installed, fail before any training."""
     names, tasks = _check(variants, tasks, seeds)
     _check_installed([pretrain_data] + [SUITE[t].data for t in tasks])
-    out = Path(out)
-    model = dict(model or {})
+    out, model = Path(out), dict(model or {})
     pooling = model.pop("pooling", None)
     base = {**COMMON, "preset": preset, "device": device, "threads": threads}
     pre_cfg = TrainConfig(**{**base, **PRETRAIN, "data": pretrain_data, "steps": pretrain_steps,
@@ -353,9 +352,7 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
         per_seed = []
         for s in seed_values:
             tag = f"[{i + 1}/{len(names)}] {name}" + (f" seed {s}" if seeds > 1 else "")
-            # the encoder's weights are needed unless every task of this seed has finished and has its floor
-            weights = not all(_settled(_fine_run(out, t, name, s, seeds), out) and f"{t}/{s}" in floors
-                              for t in tasks)
+            weights = not all(_settled(_fine_run(out, t, name, s, seeds), out) and f"{t}/{s}" in floors for t in tasks)
             pre_run, pre = _pretrain(
                 dataclasses.replace(pre_cfg, **tuned, out=str(run_folder(out / "pretrain", _folder(name), s, seeds)),
                                     seed=s), overrides, pre_data, f"{tag} pretrain", log, out,
@@ -374,12 +371,12 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
         rows.append({**_row(name, per_seed), "tuned": tuned, "sweep": scores,
                      **({"base_plus": base_plus} if name == BASE_PLUS else {})})
     split = score_split(fine_base)
-    settings = {"pretrain": pre_cfg.to_dict(), "finetune": fine_base.to_dict(), "model": model, "pooling": pooling,
-                "split": split}
     results = {"kind": KIND, "variants": rows, "floor": floor_row(floors, tasks, seed_values, split),
                "tasks": {t: dataclasses.asdict(SUITE[t]) for t in tasks}, "seeds": seed_values,
                "tuning": tune.to_dict() if tune else None, "base_plus": base_plus, "paper_label": LABEL,
-               "settings": settings, "wall_s": max(time.time() - t0, cells_wall_s(out)), "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+               "settings": {"pretrain": pre_cfg.to_dict(), "finetune": fine_base.to_dict(), "model": model,
+                            "pooling": pooling, "split": split},
+               "wall_s": max(time.time() - t0, cells_wall_s(out)), "created": time.strftime("%Y-%m-%d %H:%M:%S")}
     return _judge_and_write(results, out, log)
 
 

@@ -82,6 +82,14 @@ def test_compare_tiny_budget_writes_table_plot_and_results(dialogue, tmp_path):
         assert (Path(row["run"]) / "done.json").exists()
     v, rv = results["variants"]
     assert rv["params"] > v["params"]  # R+V adds the H x N x N tables and the mixing weights
+    # speed: every variant's training step timed round-robin at the end (speed.json), the runs' own kept beside
+    speed = json.loads((out / "speed.json").read_text())
+    assert results["speed"] == speed and speed["threads"] == 1 and speed["batch_tokens"] == 4 * 24
+    for row in (v, rv):
+        assert row["tokens_per_s"] == speed["rows"][row["variant"]][0]["tokens_per_s"] > 0
+        done = json.loads((Path(row["run"]) / "done.json").read_text())
+        assert row["train_tokens_per_s"] == row["seeds"][0]["train_tokens_per_s"] == done["tokens_per_s"]
+    assert "timed round-robin in one process after the runs" in table
     # the same seed: both variants saw the same tokens
     assert v["tokens"] == rv["tokens"] == 3 * 4 * 24
     # the floor row (a KN bigram on the same tokens) in results.json and the table; intervals; tuned values

@@ -199,7 +199,7 @@ def test_smoke_end_to_end(tmp_path, name):
                 measured = {m["seed"]: m["tokens_per_s"] for m in speed["rows"][row["variant"]]}
                 assert [s["tokens_per_s"] for s in row["seeds"]] == [measured[s["seed"]] for s in row["seeds"]]
                 assert row["train_tokens_per_s"] == row["seeds"][0]["train_tokens_per_s"] > 0  # the run's own, kept
-        assert "timed round-robin in one process after the grid" in report
+        assert "timed round-robin in one process after the runs" in report
     if name == "table5":  # pretrain_finetune's tables: intervals, the floor row, the paper's GLUE / SuperGLUE
         assert "| variant | sentiment | topic | paraphrase | single | pair |" in report
         assert "| paper: GLUE | paper: SuperGLUE |" in report and "judged on the sentence-pair task's accuracy" in report

@@ -16,6 +16,7 @@ from ..claims import CLAIMS, evaluate, finding_line, status_rank
 from ..compare import DEFAULT_SEEDS, SMALL_EVAL, SMALL_EVAL_SEEDS, gate_line, with_floor
 from ..errors import SynthformerError
 from ..integrity import atomic_write_text
+from ..speed import speed_note
 from ..report import table_markdown, tuning_markdown
 from ..tuning import TuneConfig
 
@@ -192,6 +193,8 @@ def grid_section(grid: Grid, results: dict, tables: tuple, extra_body: str = "")
     if results.get("gated"):
         body += ["", f"**{gate_line(results['gated'])}**"]
     body += ["", tuning_markdown(rows, results.get("tuning"))]
+    if results.get("speed"):
+        body += ["", speed_note(results["speed"])]
     if extra_body:
         body += ["", extra_body]
     body += ["", f"![learning curves]({grid.key}/curves.png)"]

@@ -29,7 +29,7 @@ seed), on the device the grids trained on; stored in ``<task>/bench.json`` and p
 seed) as ``peak_bytes``. The training runs record no peak memory, and a whole-run peak on CPU would mix
 in the data and the optimizer; the layer is where the variants differ. The speed claims read
 ``tokens_per_s``: each variant's whole model timed round-robin on the task's data after the grid
-(`reproduce.speed`), not the training runs' own throughput.
+(`synthformer.speed`, when each grid ends), not the training runs' own throughput.
 """
 from __future__ import annotations
 
@@ -37,7 +37,6 @@ import json
 from pathlib import Path
 
 from .common import Grid, Section, Spec, budget_model, budget_train, fmt, grid_section, markdown_table, per_budget
-from .speed import add_speed, speed_note
 from ..data.sources.listops import LRA as LISTOPS_LRA
 from ..integrity import atomic_write_text
 
@@ -276,12 +275,11 @@ def run(ctx):
     for grid in grids(ctx.budget, ctx.out):
         results = ctx.run_grid(grid)
         benches[grid.key] = add_bench(grid, results, ctx.out / grid.key, ctx.log)  # peak_bytes beside tokens/s
-        speed = add_speed(results, grid.model, ctx.out / grid.key, ctx.log)  # the speed claims' tokens/s
         all_results.append(results)
         accuracy[grid.key] = {r["variant"]: r["metrics"] for r in results["variants"]}
-        extra = speed_note(speed)
+        extra = ""
         if grid.key == "text":
-            extra = text_counts(grid) + "\n\n" + extra
+            extra = text_counts(grid)
         sections.append(grid_section(grid, results, SPEC.tables, extra))
     average = average_rows(all_results)
     found = [f for f in evaluate(average, "lra") if f["table"] in SPEC.tables]

@@ -3,7 +3,6 @@ with every synthesizer as self-attention; cross-attention stays vanilla, as in t
 from __future__ import annotations
 
 from .common import Grid, Spec, budget_model, budget_train, grid_section, per_budget
-from .speed import add_speed, speed_note
 
 VARIANTS = ("V", "Fix", "R", "FR", "D", "FD", "R+V", "D+V", "R+D")
 
@@ -66,7 +65,5 @@ def grids(budget: str) -> list[Grid]:
 def run(ctx):
     sections = []
     for grid in grids(ctx.budget):
-        results = ctx.run_grid(grid)
-        speed = add_speed(results, grid.model, ctx.out / grid.key, ctx.log)  # the speed claims' tokens/s
-        sections.append(grid_section(grid, results, SPEC.tables, speed_note(speed)))
+        sections.append(grid_section(grid, ctx.run_grid(grid), SPEC.tables))
     return sections, []

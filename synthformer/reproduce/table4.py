@@ -8,7 +8,6 @@ from pathlib import Path
 
 from .common import (Grid, Spec, budget_model, budget_train, fmt, grid_section, load_model, markdown_table,
                      open_grid_data, per_budget)
-from .speed import add_speed, speed_note
 
 VARIANTS = ("V", "R", "D", "R+V", "D+V", "lightconv", "dynamicconv")
 
@@ -102,13 +101,11 @@ def run(ctx):
     sections = []
     for grid in grids(ctx.budget):
         results = ctx.run_grid(grid)
-        speed = add_speed(results, grid.model, ctx.out / grid.key, ctx.log)  # the speed claims' tokens/s
         rows, split = results["variants"], results.get("split", "valid")
         acc = masked_accuracy(rows, split, ctx.device or "cpu", ctx.log)
         missing = [v for v, a in acc.items() if a is None]
         extra = (f"Masked-token accuracy ({split} split, the mean over the seeds; the same masks for every variant) and "
                  "training speed as ratios; the paper's R is 1.09x V and 1.61x DynamicConv:\n\n" + speed_table(rows, acc)
-                 + "\n\n" + speed_note(speed)
                  + (f"\n\nNo accuracy for {', '.join(missing)}: trained before the runs recorded it, and the run "
                     "folders (weights) are not on the machine that wrote this report." if missing else ""))
         section = grid_section(grid, results, SPEC.tables, extra)

@@ -1,15 +1,16 @@
-"""Training speed of a grid's variants, measured under the same conditions for all.
+"""Training speed of a comparison's variants, measured under the same conditions for all.
 
-A grid's runs record their own throughput, but they train one after another over hours or sessions, on
-cores shared with other grids and whatever else runs: a variant trained beside a test suite looks slow.
-So the speed claims (Table 4's "R faster than V", ...) are judged on a measurement made after the grid:
-each variant's model (its trained configuration, `row["model"]`) takes training steps on the same real batch
-of the grid's data (the task's loss, backward, an AdamW step), the variants timed round-robin in one
-process with the grid's thread count (`bench.measure.run_cases`: the median of `REPEATS` steps after
-`WARMUP`), once per seed (the model's initialisation drawn from that seed). Whatever else shares the
-machine then slows every variant alike, and the ratios compare. Stored once in ``<grid>/speed.json``
-(committed with the cells); each seed's ``tokens_per_s`` becomes the measured one, the training run's own
-is kept as ``train_tokens_per_s``.
+A comparison's runs record their own throughput, but they train one after another over minutes, hours or
+sessions, on cores shared with other work: a variant trained beside a test suite looks slow. So the speed
+claims (Table 4's "R faster than V", LRA's, ...) are judged on a measurement made when the comparison
+ends (`synthformer.compare`): each variant's model (built as its runs were: `plan.model_config`) takes
+training steps on the same real batch of the comparison's data (the task's loss, backward, an AdamW
+step), the variants timed round-robin in one process with the runs' thread count
+(`bench.measure.run_cases`: the median of `REPEATS` steps after `WARMUP`), once per seed (the model's
+initialisation drawn from that seed). Whatever else shares the machine then slows every variant alike,
+and the ratios compare. Stored once in the comparison's ``speed.json`` (committed with a grid's cells);
+each seed's ``tokens_per_s`` becomes the measured one, the training run's own is kept as
+``train_tokens_per_s``.
 """
 from __future__ import annotations
 
@@ -17,28 +18,28 @@ import json
 import statistics
 from pathlib import Path
 
-from ..integrity import atomic_write_json
+from .integrity import atomic_write_json
 
 SPEED_FILE = "speed.json"
 REPEATS, WARMUP = 5, 2  # timed steps (median) and warm-up steps per variant and seed
 
 
-def measure(results: dict, model_overrides: dict, log=print) -> dict:
-    """{"device", "threads", "batch_tokens", "rows": {variant: [{seed, tokens_per_s, median_s}]}}: training steps
-    of every variant of `results` (a finished comparison) on one batch of its data, round-robin (module doc)."""
+def measure(rows: list[dict], model_overrides: dict, log=print) -> dict:
+    """{"device", "precision", "threads", "batch_tokens", "rows": {variant: [{seed, tokens_per_s, median_s}]}}:
+    training steps of every variant of `rows` (a comparison's result rows) on one batch of its data,
+    round-robin (module doc)."""
     import dataclasses
 
     import torch
 
-    from ..bench.cases import Case
-    from ..bench.measure import run_cases
-    from ..model import ModelConfig, build_model
-    from ..optim import adamw_speed_options
-    from ..plan import prepare
-    from ..tasks.base import to_device
-    from ..train import TrainConfig
+    from .bench.cases import Case
+    from .bench.measure import run_cases
+    from .model import build_model
+    from .optim import adamw_speed_options
+    from .plan import model_config, prepare
+    from .tasks.base import to_device
+    from .train import TrainConfig
 
-    rows = results["variants"]
     known = {f.name for f in dataclasses.fields(TrainConfig)}
     cfg = TrainConfig(**{k: v for k, v in rows[0]["train"].items() if k in known and k != "resume"})
     data = prepare(cfg, dict(model_overrides), log=lambda *a: None)
@@ -46,7 +47,7 @@ def measure(results: dict, model_overrides: dict, log=print) -> dict:
                                         max_tokens=cfg.max_tokens, shuffle=False)))
     tokens = data.task.num_tokens(batch)
     cuda = cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available())
-    device = torch.device("cuda" if cuda else "cpu")  # where the grid trained
+    device = torch.device("cuda" if cuda else "cpu")  # where the runs trained
     batch = to_device(batch, device)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.precision == "bf16")
     threads = torch.get_num_threads()
@@ -57,7 +58,8 @@ def measure(results: dict, model_overrides: dict, log=print) -> dict:
             cases = []
             for r in rows:
                 torch.manual_seed(seed)
-                model = build_model(ModelConfig(**r["model"])).to(device).train()
+                model = build_model(model_config(cfg, {**model_overrides, "attention": r["variant"]}, data))
+                model = model.to(device).train()
                 opt = torch.optim.AdamW(model.parameters(), lr=1e-4, **adamw_speed_options(model.parameters()))
                 g = torch.Generator().manual_seed(seed)
 
@@ -75,23 +77,23 @@ def measure(results: dict, model_overrides: dict, log=print) -> dict:
                 + " tokens/s")
     finally:
         torch.set_num_threads(threads)
-    return {"device": str(device), "precision": cfg.precision, "threads": cfg.threads or threads, "batch_tokens": tokens,
-            "repeats": REPEATS, "warmup": WARMUP, "rows": found}
+    return {"device": str(device), "precision": cfg.precision, "threads": cfg.threads or threads,
+            "batch_tokens": tokens, "repeats": REPEATS, "warmup": WARMUP, "rows": found}
 
 
-def add_speed(results: dict, model_overrides: dict, folder: Path, log=print) -> dict:
+def add_speed(rows: list[dict], model_overrides: dict, folder: Path, log=print) -> dict:
     """Measure (once: ``folder/speed.json``) and put the measurement in place of each seed's and row's
-    ``tokens_per_s`` (the training run's own kept as ``train_tokens_per_s``). Returns the measurement."""
-    from ..claims import stat
+    ``tokens_per_s`` in `rows` (the training run's own kept as ``train_tokens_per_s``). Returns the measurement."""
+    from .claims import stat
 
     file = Path(folder) / SPEED_FILE
     if file.exists():
         speed = json.loads(file.read_text())
     else:
-        log(f"{folder.name}: timing every variant's training step round-robin (speed claims)")
-        speed = measure(results, model_overrides, log)
+        log(f"{Path(folder).name}: timing every variant's training step round-robin (speed claims)")
+        speed = measure(rows, model_overrides, log)
         atomic_write_json(file, speed)
-    for row in results["variants"]:
+    for row in rows:
         measured = {m["seed"]: m["tokens_per_s"] for m in speed["rows"].get(row["variant"], [])}
         if not measured:
             continue
@@ -106,8 +108,8 @@ def add_speed(results: dict, model_overrides: dict, folder: Path, log=print) -> 
 
 def speed_note(speed: dict) -> str:
     """One line on where the tokens/s of a table come from."""
-    return (f"tokens/s: training steps of each variant's model on one batch of the grid's data ({speed['batch_tokens']:,} "
-            f"tokens), timed round-robin in one process after the grid ({speed['device']}, {speed.get('precision', 'fp32')}, "
-            f"{speed['threads']} thread(s), median of {speed['repeats']} steps per seed), so the variants share the same conditions "
-            "(`synthformer.reproduce.speed`); the training runs' own throughput, on cores shared over hours, is in "
-            "results.json as train_tokens_per_s.")
+    return (f"tokens/s: training steps of each variant's model on one batch of the data ({speed['batch_tokens']:,} "
+            f"tokens), timed round-robin in one process after the runs ({speed['device']}, "
+            f"{speed.get('precision', 'fp32')}, {speed['threads']} thread(s), median of {speed['repeats']} steps per "
+            "seed), so the variants share the same conditions (`synthformer.speed`); the training runs' own "
+            "throughput is in results.json as train_tokens_per_s.")
