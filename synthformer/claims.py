@@ -742,12 +742,14 @@ def evaluate(rows: list[dict], kind: str, claims: tuple[Claim, ...] | None = Non
     """Findings of every claim of task kind `kind` (of `claims`, default all) that `rows` can check.
     Floor rows (``"floor": true``) gate the claims and are never compared as variants. `gated`: the
     comparison stopped after its first variant (`gate_note`; {"by", "skipped", "note"}), and a claim
-    naming a variant it skipped is *inconclusive*, not learned at this budget (`_gated`)."""
+    naming a variant it skipped is *inconclusive*, not learned at this budget (`_gated`; a speed or memory
+    claim, which no floor gates, is left out like any claim whose variants were not run)."""
     out = []
     for claim in claims if claims is not None else CLAIMS:
         if claim.applies_to(kind):
             finding = judge(claim, rows)
-            if finding is None and gated and set(gated["skipped"]) & {claim.subject, *claim.others}:
+            if (finding is None and gated and claim.metric not in BESIDE_METRICS
+                    and set(gated["skipped"]) & {claim.subject, *claim.others}):
                 finding = _gated(claim, rows, gated)
             if finding is not None:
                 out.append(finding)
