@@ -60,7 +60,7 @@ class CompareError(SynthformerError):
 
 
 # Keys of a config file's `compare:` section (the rest of the file is TrainConfig / ModelConfig).
-COMPARE_KEYS = ("variants", "seeds", "task_kind", "claims", "tune")
+COMPARE_KEYS = ("variants", "seeds", "task_kind", "claims", "tune", "gate")
 SETTINGS = "settings.json"  # what a folder's results were (or are being) computed with
 FLOOR = "floor.json"  # the floor row of the comparison's data (computed once)
 INTERIM = "interim.json"  # an interim report's results (findings of the finished variants), beside interim.md
@@ -564,6 +564,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="before its runs, give every variant the same learning-rate sweep on the validation split "
                         "(synthformer.tuning: lr x0.5/1/2/4, table multiplier 1/10, a quarter of the steps each); "
                         "the chosen values are used for every seed and reported")
+    p.add_argument("--gate", action="store_true",
+                   help="train the first variant first and, when it beats the floor on no claim the floor gates, "
+                        "stop there: the rest would be 'not learned' at this budget too")
     p.add_argument("--task-kind", dest="task_kind",
                    help=f"which paper benchmark the task stands in for: {' | '.join(TASK_KINDS)} "
                         "(default: from --task and --data)")
@@ -600,8 +603,9 @@ def main(argv: list[str] | None = None) -> int:
             claims = [c for c in claims.split(",") if c.strip()]
         tune = make_tune(True if args.tune else section.get("tune"))
         out = Path(args.out or Path("runs") / f"compare-{time.strftime('%Y%m%d-%H%M%S')}")
+        gate = variants[0] if args.gate or section.get("gate") else None
         compare(variants, train_over, model_over, out, seeds=seeds,
-                kind=args.task_kind or section.get("task_kind"), claims=claims, tune=tune)
+                kind=args.task_kind or section.get("task_kind"), claims=claims, tune=tune, gate=gate)
     except SynthformerError as e:
         print(f"synthformer compare: error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2

@@ -446,3 +446,6 @@ def test_a_gate_v_does_not_clear_stops_the_grid_and_marks_the_claims_of_the_rest
     assert again["gated"] == gated  # finished: the same results
     with pytest.raises(CompareError, match="make it the first"):
         compare(["R", "V"], over, {}, tmp_path / "x", seeds=1, gate="V")
+    code, stdout, err = compare_main("--variants", "V,Fix", "--data", dialogue, "--gate", "--out", tmp_path / "cli",
+                                     *TINY)  # the CLI's --gate: the first variant named
+    assert code == 0 and "Fix not trained (the grid's gate)" in stdout and not (tmp_path / "cli" / "Fix").exists()
