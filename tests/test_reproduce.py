@@ -412,7 +412,9 @@ def test_only_splits_a_grid_over_two_clones_whose_merged_cells_write_the_report_
     assert "t7-imdb-fr-above-v" not in (a / "sentiment" / "interim.md").read_text()  # FR vs V and Linformer
     reproduce("--index", tmp_path)  # the index shows the interim's statuses, and its claims, from interim.json
     index, judged = (tmp_path / "README.md").read_text(), json.loads((a / "topic" / "interim.json").read_text())
-    assert f"topic 2 cells ([interim](grids/a/topic/interim.md): {status_counts(judged['findings'])})" in index
+    v = next(r for r in judged["variants"] if r["variant"] == "V")["metrics"]["accuracy"]
+    assert (f"topic 2 cells ([interim](grids/a/topic/interim.md): {status_counts(judged['findings'])}; topic: "
+            f"accuracy {v:.4g} vs {judged['floor']['metrics']['accuracy']:.4g} (majority class))") in index
     row = next(line for line in index.splitlines() if "`t7-agnews-v-above-fr`" in line)
     status = next(f["status"] for f in judged["findings"] if f["claim"] == "t7-agnews-v-above-fr")
     assert f"**{status} (interim)** | [grids/a/topic](grids/a/topic/interim.md) |" in row

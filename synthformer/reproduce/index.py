@@ -86,8 +86,12 @@ def grid_folders(folder: Path, reports: dict) -> list[str]:
 
     def interim(g: Path) -> str:
         if g in running:
-            counts = status_counts(running[g].get("findings") or []) or "no claim judged yet"
-            return f" ([interim]({folder.name}/{g.parent.name}/{g.name}/interim.md): {counts})"
+            r = running[g]
+            counts = status_counts(r.get("findings") or []) or "no claim judged yet"
+            floor = floors_text({"sections": [{"key": g.name, "task": r.get("task"), "floor": r.get("floor"),
+                                               "rows": r.get("variants")}]})
+            return (f" ([interim]({folder.name}/{g.parent.name}/{g.name}/interim.md): {counts}"
+                    + (f"; {floor}" if floor != "—" else "") + ")")
         return ""
     for run in sorted(p for p in folder.glob("*/") if (p / "reproduce.json").is_file()):
         counts = [f"{g.name} {sum(1 for _ in (g / 'cells').rglob('*.json'))} cells" + interim(g)
