@@ -117,12 +117,17 @@ def test_floor_row_of_every_task():
     assert mt["names"]["bleu"] == "copy source" and mt["metrics"]["bleu"] == pytest.approx(
         sacrebleu.corpus_bleu(["a b c d e f", "x y"], [["a b c", "z"]]).score)
     dialogue = floor_row("seq2seq", _data("seq2seq", pairs + [("q", "one two")], valid, seq_len=32, source="chitchat"))
-    assert dialogue["names"]["bleu"] == "most frequent response"
+    assert dialogue["name"].startswith("most frequent response / copy source (text)")
     for row in (summ, mt, dialogue):  # every seq2seq row also holds the target-side bigram, named as such
         assert row["names"]["ppl"] == TARGET_FLOOR and TARGET_FLOOR in row["name"] and row["metrics"]["ppl"] > 1
+    # dialogue: each metric the better of the most frequent response ("one two") and copying the context
     scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
-    assert dialogue["metrics"]["rougeL"] == pytest.approx(
-        50.0 * sum(scorer.score(r, "one two")["rougeL"].fmeasure for r in ("a b c", "z")))
+    frequent = 50.0 * sum(scorer.score(r, "one two")["rougeL"].fmeasure for r in ("a b c", "z"))
+    copy = 50.0 * sum(scorer.score(r, h)["rougeL"].fmeasure for h, r in (("a b c d e f", "a b c"), ("x y", "z")))
+    assert copy > frequent and dialogue["metrics"]["rougeL"] == pytest.approx(copy)
+    assert dialogue["names"]["rougeL"] == "copy source"
+    bleu = [sacrebleu.corpus_bleu(h, [["a b c", "z"]]).score for h in (["a b c d e f", "x y"], ["one two"] * 2)]
+    assert dialogue["metrics"]["bleu"] == pytest.approx(max(bleu))
     assert floor_row("lm", _data("lm", ["ab"], ["ab"]), split="test") is None  # no such split
 
 
