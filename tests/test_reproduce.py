@@ -191,6 +191,10 @@ def test_smoke_end_to_end(tmp_path, name):
         assert masked_accuracy(old, split) == pytest.approx({r["variant"]: own[r["variant"]] for r in old})
         gone = [{**old[0], "seeds": [{**s, "run": str(tmp_path / "gone")} for s in old[0]["seeds"]]}]
         assert masked_accuracy(gone, split) == {old[0]["variant"]: None}
+        # measured from a folder once, it is kept (accuracy.json) for a report written without the folder
+        assert masked_accuracy(old, split, folder=tmp_path) == pytest.approx({r["variant"]: own[r["variant"]] for r in old})
+        moved = [{**old[0], "seeds": [{**s, "run": str(tmp_path / "x" / Path(s["run"]).name)} for s in old[0]["seeds"]]}]
+        assert masked_accuracy(moved, split, folder=tmp_path) == pytest.approx({old[0]["variant"]: own[old[0]["variant"]]})
     if name in ("table2", "table4"):  # the speed claims' tokens/s: every variant timed round-robin after the grid
         for section in results["sections"]:
             speed = json.loads((out / section["folder"] / "speed.json").read_text())

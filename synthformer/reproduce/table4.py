@@ -3,9 +3,11 @@ log perplexity and accuracy on the masked tokens, and training speed as ratios v
 beside the paper's (R: 1.09x V, 1.61x DynamicConv in steps/s on TPU)."""
 from __future__ import annotations
 
+import json
 import statistics
 from pathlib import Path
 
+from ..integrity import atomic_write_json
 from .common import (Grid, Spec, budget_model, budget_train, fmt, grid_section, load_model, markdown_table,
                      open_grid_data, per_budget)
 
@@ -55,25 +57,34 @@ def grids(budget: str) -> list[Grid]:
                       "the paper's C4 column is its log perplexity.")]
 
 
-def masked_accuracy(rows: list[dict], split: str, device: str = "cpu", log=None) -> dict:
+ACCURACY_FILE = "accuracy.json"  # <grid>/: the accuracy of runs whose cells predate it, measured from their folders
+
+
+def masked_accuracy(rows: list[dict], split: str, device: str = "cpu", log=None, folder: Path | None = None) -> dict:
     """{variant: % of the masked tokens predicted exactly, the mean over its seeds} on `split` (the one the grid
     reports): from each run's own final evaluation (masked_accuracy, kept in its cell), or, for a run trained
     before that was recorded, the same evaluation again (the whole split, the evaluation's fixed masks) from its
-    run folder where that is on this machine; None for a variant with neither."""
+    run folder where that is on this machine, kept in ``folder/accuracy.json`` (committed with the cells) for a
+    later report without the folder; None for a variant with neither."""
     from ..evaluation import evaluate
 
+    file = None if folder is None else Path(folder) / ACCURACY_FILE
+    kept = json.loads(file.read_text()) if file is not None and file.exists() else {}
     opened: list = []  # (TrainConfig, TaskData) of the grid, read once: every run shares its tokenizer
     out = {}
     for r in rows:
         values = []
         for s in r.get("seeds") or []:
-            value = (s.get("metrics") or {}).get("masked_accuracy")
+            name = Path(s["run"]).name
+            value = (s.get("metrics") or {}).get("masked_accuracy", kept.get(name))
             if value is None and (Path(s["run"]) / "done.json").exists():
                 if not opened:
                     opened.append(open_grid_data(s["run"], log))
                 cfg, data = opened[0]
-                value = evaluate(data.task, load_model(s["run"], device), data, cfg, split,
-                                 max_batches=cfg.final_eval_batches)["masked_accuracy"]
+                value = kept[name] = evaluate(data.task, load_model(s["run"], device), data, cfg, split,
+                                              max_batches=cfg.final_eval_batches)["masked_accuracy"]
+                if file is not None:
+                    atomic_write_json(file, kept)
             if value is not None:
                 values.append(value)
         out[r["variant"]] = statistics.fmean(values) if values else None
@@ -102,7 +113,7 @@ def run(ctx):
     for grid in grids(ctx.budget):
         results = ctx.run_grid(grid)
         rows, split = results["variants"], results.get("split", "valid")
-        acc = masked_accuracy(rows, split, ctx.device or "cpu", ctx.log)
+        acc = masked_accuracy(rows, split, ctx.device or "cpu", ctx.log, ctx.out / grid.key)
         missing = [v for v, a in acc.items() if a is None]
         extra = (f"Masked-token accuracy ({split} split, the mean over the seeds; the same masks for every variant) and "
                  "training speed as ratios; the paper's R is 1.09x V and 1.61x DynamicConv:\n\n" + speed_table(rows, acc)
