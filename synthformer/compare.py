@@ -365,7 +365,7 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
         # once they are timed alike, at the end (`synthformer.speed`)
         chosen = tuple(c for c in chosen if not {c.subject, *c.others} & set(pending) and c.metric != "tokens_per_s")
     else:
-        speed = add_speed(rows, model_overrides, out, log)
+        speed = add_speed(rows, base, model_overrides, data, out, log)
     split = "test" if base.eval_test else "valid"
     floor = _floor(out, base.task, kind, data, log, split)
     results = {"task": base.task, "kind": kind, "data": base.data, "split": split, "seeds": seed_values_,

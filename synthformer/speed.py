@@ -24,25 +24,19 @@ SPEED_FILE = "speed.json"
 REPEATS, WARMUP = 5, 2  # timed steps (median) and warm-up steps per variant and seed
 
 
-def measure(rows: list[dict], model_overrides: dict, log=print) -> dict:
+def measure(rows: list[dict], cfg, model_overrides: dict, data, log=print) -> dict:
     """{"device", "precision", "threads", "batch_tokens", "rows": {variant: [{seed, tokens_per_s, median_s}]}}:
-    training steps of every variant of `rows` (a comparison's result rows) on one batch of its data,
-    round-robin (module doc)."""
-    import dataclasses
-
+    training steps of every variant of `rows` (a comparison's result rows, trained with TrainConfig `cfg` and
+    `model_overrides` on `data`, its TaskData) on one batch of that data, round-robin (module doc)."""
     import torch
 
     from .bench.cases import Case
     from .bench.measure import run_cases
     from .model import build_model
     from .optim import adamw_speed_options
-    from .plan import model_config, prepare
+    from .plan import model_config
     from .tasks.base import to_device
-    from .train import TrainConfig
 
-    known = {f.name for f in dataclasses.fields(TrainConfig)}
-    cfg = TrainConfig(**{k: v for k, v in rows[0]["train"].items() if k in known and k != "resume"})
-    data = prepare(cfg, dict(model_overrides), log=lambda *a: None)
     batch = next(iter(data.task.batches(data.encoded["train"], data.tokenizer, data.seq_len, cfg.batch_size,
                                         max_tokens=cfg.max_tokens, shuffle=False)))
     tokens = data.task.num_tokens(batch)
@@ -81,7 +75,7 @@ def measure(rows: list[dict], model_overrides: dict, log=print) -> dict:
             "batch_tokens": tokens, "repeats": REPEATS, "warmup": WARMUP, "rows": found}
 
 
-def add_speed(rows: list[dict], model_overrides: dict, folder: Path, log=print) -> dict:
+def add_speed(rows: list[dict], cfg, model_overrides: dict, data, folder: Path, log=print) -> dict:
     """Measure (once: ``folder/speed.json``) and put the measurement in place of each seed's and row's
     ``tokens_per_s`` in `rows` (the training run's own kept as ``train_tokens_per_s``). Returns the measurement."""
     from .claims import stat
@@ -91,7 +85,7 @@ def add_speed(rows: list[dict], model_overrides: dict, folder: Path, log=print) 
         speed = json.loads(file.read_text())
     else:
         log(f"{Path(folder).name}: timing every variant's training step round-robin (speed claims)")
-        speed = measure(rows, model_overrides, log)
+        speed = measure(rows, cfg, model_overrides, data, log)
         atomic_write_json(file, speed)
     for row in rows:
         measured = {m["seed"]: m["tokens_per_s"] for m in speed["rows"].get(row["variant"], [])}

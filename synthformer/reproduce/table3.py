@@ -45,8 +45,9 @@ SPEC = Spec(
                 "BPE: 99.4% within seq_len 256); synopses are at most 40 tokens. Chitchat turns stand in for "
                 "PersonaChat (no persona; the last three turns as context). d=128 with 3 + 3 layers at cpu, small at "
                 "gpu; greedy decoding below gpu. V trains first: where it does not clear the task's floor (lead-7; "
-                "for dialogue the better of the most frequent response and copying the context) on any claim's metric, the other variants are not trained and the "
-                "claims are inconclusive, not learned at that budget. METEOR/CIDEr are absent (see below).",
+                "for dialogue the better of the most frequent response and copying the context) on any claim's "
+                "metric, the other variants are not trained and the claims are inconclusive, not learned at that "
+                "budget. METEOR/CIDEr are absent (see below).",
 )
 
 

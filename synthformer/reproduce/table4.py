@@ -26,10 +26,10 @@ SPEC = Spec(
     differences="chitchat (~2M words) stands in for C4; at cpu, encoders of d=128 and 4 layers on blocks of 32 "
                 "tokens (measured: at 128 tokens no attention encoder leaves the bag-of-words plateau in 6,000 "
                 "steps) for 1,500 steps (small encoders at gpu) against the paper's base models on 512 tokens for "
-                "524k steps. Speed is training tokens/s of the whole model on this machine's CPU (shared cores: "
-                "timed after the grid, every variant round-robin in one process), the paper's steps/s on TPU v3; "
-                "only the ratios compare. Masked-token accuracy is the "
-                "runs' own final evaluation (the paper reports log perplexity only).",
+                "524k steps. Speed is training tokens/s of the whole model on this machine's CPU (timed after the "
+                "grid, every variant round-robin in one process), the paper's steps/s on TPU v3; only the ratios "
+                "compare. Masked-token accuracy is the runs' own final evaluation (the paper reports log perplexity "
+                "only).",
 )
 
 
