@@ -1,9 +1,10 @@
 """Which path should logits shared by the batch (R, Fix, FR) take in training on a GPU? The H200 run of
-benchmarks/gpu.sh found the CPU-tuned ``shared_blocked`` kernel (Python loops over heads and row blocks)
-launch-bound there: R 0.77x V at L=256, 0.36x at 4096. This times a training step of one layer through
-the path chosen today and through ``shared_softmax`` forced (one (H, L, L) softmax and one GEMM with the
-batch folded, autograd's backward), checks that both give the same output and gradients, and prints V
-beside them, so that the next GPU session can decide the route from a measurement.
+benchmarks/gpu.sh (session 10) found the CPU-tuned ``shared_blocked`` kernel (Python loops over heads and row
+blocks) launch-bound there: R 0.77x V at L=256, 0.36x at 4096. Since session 12 the library routes them to
+``shared_softmax`` on CUDA (one (H, L, L) softmax and one GEMM with the batch folded, autograd's backward).
+This times a training step of one layer through that path and through the CPU's choice forced
+(``shared_blocked``; FR also ``shared_fused``), checks that they give the same output and gradients, and
+prints V beside them.
 
     python benchmarks/gpu_routes.py --device cuda    # --device cpu tries it here (small sizes)
 """
@@ -50,8 +51,9 @@ def main() -> int:
     d, h, tokens = 256, 4, 8192
     print(f"{torch.cuda.get_device_name() if device.type == 'cuda' else 'cpu'}, torch {torch.__version__}; "
           f"one layer d={d}, H={h}, {tokens} tokens, train step (ms, median of {args.repeats})")
-    print("| L | causal | V | spec | today's path | ms | shared_softmax ms | today / shared_softmax | equal |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| L | causal | V ms | spec | today's path | ms | shared_blocked ms | shared_fused ms | "
+          "shared_blocked / today | equal |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for length in lengths:
         for causal in (False, True):
             torch.manual_seed(0)
@@ -63,11 +65,16 @@ def main() -> int:
                 with Taken() as t:
                     layer(x)
                 today, got = step_time(layer, x, device, args.repeats, None)
-                forced, want = step_time(layer, x, device, args.repeats, paths.Path.SHARED_SOFTMAX)
-                err = max(rel(a, b) for a, b in zip(got, want) if b is not None)
+                others = (paths.Path.SHARED_BLOCKED,) + ((paths.Path.SHARED_FUSED,) if spec == "FR" else ())
+                ms, err = {}, 0.0
+                for force in others:
+                    ms[force], want = step_time(layer, x, device, args.repeats, force)
+                    err = max([err] + [rel(a, b) for a, b in zip(got, want) if b is not None])
+                blocked = ms[paths.Path.SHARED_BLOCKED]
+                fused = ms.get(paths.Path.SHARED_FUSED)
                 print(f"| {length} | {causal} | {v_ms:.2f} | {spec} | {t.paths[0].value} | {today:.2f} | "
-                      f"{forced:.2f} | {today / forced:.2f}x | {'yes' if err < 1e-3 else f'NO ({err:.1e})'} |",
-                      flush=True)
+                      f"{blocked:.2f} | {'-' if fused is None else f'{fused:.2f}'} | {blocked / today:.2f}x | "
+                      f"{'yes' if err < 1e-3 else f'NO ({err:.1e})'} |", flush=True)
     return 0
 
 

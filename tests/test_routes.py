@@ -26,7 +26,7 @@ CODES = {"L": (Path.LITERAL,), "SF": (Path.SHARED_FUSED,), "F": (Path.FUSED,), "
          "S.n": (Path.SHARED_SOFTMAX, SharedProduct.NORMALISED),
          "SB.s": (Path.SHARED_BLOCKED, Kernel.SHARED), "SB.l": (Path.SHARED_BLOCKED, Kernel.LOOP_FORWARD),
          "B.f": (Path.BLOCKED, Kernel.FUSED_FORWARD), "B.l": (Path.BLOCKED, Kernel.LOOP_FORWARD),
-         "SB": (Path.SHARED_BLOCKED,), "B": (Path.BLOCKED,)}  # the last two: the cuda column names the path only
+         "S": (Path.SHARED_SOFTMAX,), "B": (Path.BLOCKED,)}  # the last two: the cuda column names the path only
 MODES = ["train", "causal", "pad", "mask4d", "float", "eval", "eval-rows", "eval-pad", "eval-grad", "dropout",
          "dropout-pad", "long", "weights", "trace", "cuda"]
 # paths: L literal, S shared_softmax, SF shared_fused, SB shared_blocked, F fused, B blocked, X flex;
@@ -37,16 +37,16 @@ ROUTES = {
     # trace cuda (the MODES above)
     "vanilla":           "F    F    F    F    F    F    F    F    F    F    F    F    L    L    F",
     "dense":             "F    F    F    F    F    F    F    F    F    F    F    F    L    L    F",
-    "random":            "SB.s SB.s S.n  B.l  SB.s S.e  S.f  S.n  SB.s S.e  S.n  SB.s L    L    SB",
-    "fixed_random":      "SB.s SB.s S.n  B.l  SB.s S.e  S.f  S.n  SB.s S.e  S.n  SB.s L    L    SB",
-    "factorized_random": "SB.l SB.l S.n  F    SB.l S.e  S.f  S.n  SB.l S.e  S.n  SF   L    L    SB",
+    "random":            "SB.s SB.s S.n  B.l  SB.s S.e  S.f  S.n  SB.s S.e  S.n  SB.s L    L    S",
+    "fixed_random":      "SB.s SB.s S.n  B.l  SB.s S.e  S.f  S.n  SB.s S.e  S.n  SB.s L    L    S",
+    "factorized_random": "SB.l SB.l S.n  F    SB.l S.e  S.f  S.n  SB.l S.e  S.n  SF   L    L    S",
     "factorized_dense":  "B.l  B.l  B.l  B.l  B.l  B.l  B.l  B.l  B.l  L    L    B.l  L    L    B",
     "R+V":               "B.f  B.f  B.f  B.f  B.f  F    F    F    B.f  F    F    B.f  L    L    X",
     "D+V":               "F    F    F    F    F    F    F    F    F    F    F    F    L    L    F",
     "R+D":               "B.f  B.f  B.f  B.f  B.f  F    F    F    B.f  F    F    B.f  L    L    X",
     "FR+V":              "F    F    F    F    F    F    F    F    F    F    F    F    L    L    F",
     "FD+V":              "B.f  B.f  B.f  B.f  B.f  F    F    F    B.f  F    F    B.f  L    L    X",
-    "Fix+FR":            "SB.l SB.l S.n  B.l  SB.l S.e  S.f  S.n  SB.l S.e  S.n  SB.l L    L    SB",
+    "Fix+FR":            "SB.l SB.l S.n  B.l  SB.l S.e  S.f  S.n  SB.l S.e  S.n  SB.l L    L    S",
     "R+D+V":             "B.l  B.l  B.l  B.l  B.l  F    F    F    B.l  F    F    B.l  L    L    X",
 }
 
@@ -132,9 +132,10 @@ def test_route_of_every_spec_in_every_mode(spec, spy, monkeypatch):
 
 @pytest.mark.parametrize("spec", ALL_SPECS)
 @pytest.mark.parametrize("device", ["cpu", "cuda", "mps", "xpu"])
-def test_learned_bias_goes_to_flex_only_on_cuda(spec, device, spy, monkeypatch):
+def test_cuda_routes_learned_bias_to_flex_and_shared_logits_to_one_softmax(spec, device, spy, monkeypatch):
     """On CUDA, FlexAttention's score_mod differentiates a captured bias; PyTorch's CPU kernels do not, so
-    elsewhere learned full logits beside a dot product stay on the blocked kernel."""
+    elsewhere learned full logits beside a dot product stay on the blocked kernel. Logits shared by the batch
+    take the one shared softmax on CUDA (the blocked kernels' loops are launch-bound there)."""
     _, routes = spy
     call(spec, "train", monkeypatch)
     route = dataclasses.replace(routes[0], device=device)
@@ -142,6 +143,8 @@ def test_learned_bias_goes_to_flex_only_on_cuda(spec, device, spy, monkeypatch):
     path = choose_path(route)
     if learned_bias_with_dot:
         assert path == (Path.FLEX if device == "cuda" else Path.BLOCKED)
+    elif not route.input_dependent and device == "cuda":
+        assert path == Path.SHARED_SOFTMAX
     else:
         assert path == choose_path(dataclasses.replace(route, device="cpu"))
 

@@ -13,10 +13,11 @@ path               when (first match in :func:`choose_path`) and how
 ``literal``        ``need_weights=True``, ``fast=False``, or tracing/exporting/compiling: the paper's equations,
                    S and the weights materialised (exports correctly; a compiler may fuse it)
 ``shared_softmax`` batch-independent logits (R, Fix, FR, Fix+FR) and batch-free masks, with dropout in
-                   training, key padding, or no-grad eval: one softmax (H, Lq, Lk) for the whole batch, the
+                   training, key padding, no-grad eval, or on CUDA (where the blocked kernels' loops over
+                   heads and row blocks are launch-bound): one softmax (H, Lq, Lk) for the whole batch, the
                    batch folded into one GEMM per head, padding by a masked normaliser; cached between
                    no-grad eval calls until the weights change
-``shared_fused``   the same logits in training, all members dot products (FR) and long (more logits per
+``shared_fused``   the same logits in training off CUDA, all members dot products (FR) and long (more logits per
                    example than one block): batch folded into the values of one flash kernel call, O(L) memory
 ``shared_blocked`` the same logits otherwise in training: batch folded, :func:`blocked_attention`
 ``flex``           learned full logits beside a dot product (R+V, R+D, FD+V) in training on CUDA:
@@ -96,7 +97,7 @@ def choose_path(r: Route) -> Path:
     if r.training and r.dropout > 0:  # dropout needs the weights
         return Path.SHARED_SOFTMAX if shared else Path.FUSED if dots else Path.LITERAL
     if shared:
-        if r.key_padding or not (r.training or r.grad):
+        if r.key_padding or not (r.training or r.grad) or r.device == "cuda":
             return Path.SHARED_SOFTMAX
         if (all(f == "dot" for f in r.forms) and r.attn_mask != "float"
                 and r.logits_per_example > blocked_mod.BLOCK_ELEMENTS):
