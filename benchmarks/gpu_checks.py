@@ -27,7 +27,8 @@ D, H, L, B = 128, 4, 256, 3  # one shape for every check, so the compiled flex k
 
 class Taken:
     """Records the path of every layer call (wraps paths.choose_path; the layer then also asks it for the
-    fallback path, which is not recorded); ``force`` replaces a non-literal path."""
+    fallback path, which is not recorded); ``force`` replaces the path unless the call asked for the literal
+    one (need_weights=True, fast=False, exporting)."""
 
     def __init__(self, force: paths.Path | None = None):
         self.paths: list[paths.Path] = []
@@ -38,7 +39,7 @@ class Taken:
 
         def choose(r):
             p = self.choose(r)
-            return self.force if self.force is not None and p is not paths.Path.LITERAL else p
+            return self.force if self.force is not None and not (r.literal or r.exporting) else p
 
         def fallback(r):
             return self.choose(replace(r, input_dependent=True))
@@ -76,7 +77,7 @@ def check_flex(device, spec: str, causal: bool, padded: bool) -> str:
         kw["key_padding_mask"] = torch.arange(L, device=device)[None, :] >= torch.tensor([[L - 37], [L]] * 2,
                                                                                         device=device)[:B]
     cuda = device.type == "cuda"
-    with Taken(None if cuda else paths.Path.FLEX) as t, torch.set_grad_enabled(cuda), warnings.catch_warnings():
+    with Taken(paths.Path.FLEX) as t, torch.set_grad_enabled(cuda), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # eager FlexAttention on CPU warns that it is unfused
         got, _ = attn(x, **kw)
     assert t.paths == [paths.Path.FLEX], f"took {t.paths}, not flex"

@@ -4,7 +4,9 @@ blocks) launch-bound there: R 0.77x V at L=256, 0.36x at 4096. Since session 12 
 ``shared_softmax`` on CUDA (one (H, L, L) softmax and one GEMM with the batch folded, autograd's backward).
 This times a training step of one layer through that path and through the CPU's choice forced
 (``shared_blocked``; FR also ``shared_fused``), checks that they give the same output and gradients, and
-prints V beside them.
+prints V beside them. ``--mixtures R+V,R+D,FD+V,R+D+V`` also times learned full logits beside a dot product
+(and FD) through today's path (literal on CUDA up to ``paths.CUDA_LITERAL_ELEMENTS`` logits, FD blocked) against
+the others forced.
 
     python benchmarks/gpu_routes.py --device cuda    # --device cpu tries it here (small sizes)
 """
@@ -16,7 +18,7 @@ import time
 
 import torch
 
-from gpu_checks import Taken, rel  # benchmarks/ is the script's folder, on sys.path
+from gpu_checks import Taken  # benchmarks/ is the script's folder, on sys.path
 from synthformer import SyntheticAttention
 from synthformer.attention import paths
 
@@ -40,11 +42,22 @@ def step_time(layer, x, device, repeats: int, force: paths.Path | None) -> tuple
     return statistics.median(times), [out.detach(), x.grad] + [p.grad for p in layer.parameters()]
 
 
+def disagreement(got: list, want: list) -> float:
+    """Largest error of output and gradients, each against its own scale floored at 1% of the largest (the
+    key bias's true gradient is zero, so its own scale is float noise)."""
+    top = max(b.abs().max().item() for b in want if b is not None)
+    return max(((a.float() - b.float()).abs().max() / max(b.abs().max().item(), 1e-2 * top)).item()
+               for a, b in zip(got, want) if b is not None)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--lengths", default=None, help="comma-separated (default: 256,1024,4096; cpu: 256)")
     ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--mixtures", default="", help="also time these (e.g. R+V,R+D,FD+V,FD): today's path against "
+                    "flex, blocked and literal forced")
+    ap.add_argument("--shared", default="R,Fix,FR", help="shared-logit variants to time ('' skips them)")
     args = ap.parse_args()
     device = torch.device(args.device)
     lengths = [int(v) for v in (args.lengths or ("256" if device.type == "cpu" else "256,1024,4096")).split(",")]
@@ -60,7 +73,7 @@ def main() -> int:
             x = torch.randn(max(1, tokens // length), length, d, device=device, requires_grad=True)
             v_ms, _ = step_time(SyntheticAttention(d, h, length, "V", causal=causal).to(device), x, device,
                                 args.repeats, None)
-            for spec in ("R", "Fix", "FR"):
+            for spec in [v for v in args.shared.split(",") if v]:
                 layer = SyntheticAttention(d, h, length, spec, causal=causal).to(device).train()
                 with Taken() as t:
                     layer(x)
@@ -69,12 +82,37 @@ def main() -> int:
                 ms, err = {}, 0.0
                 for force in others:
                     ms[force], want = step_time(layer, x, device, args.repeats, force)
-                    err = max([err] + [rel(a, b) for a, b in zip(got, want) if b is not None])
+                    err = max(err, disagreement(got, want))
                 blocked = ms[paths.Path.SHARED_BLOCKED]
                 fused = ms.get(paths.Path.SHARED_FUSED)
                 print(f"| {length} | {causal} | {v_ms:.2f} | {spec} | {t.paths[0].value} | {today:.2f} | "
                       f"{blocked:.2f} | {'-' if fused is None else f'{fused:.2f}'} | {blocked / today:.2f}x | "
                       f"{'yes' if err < 1e-3 else f'NO ({err:.1e})'} |", flush=True)
+    if args.mixtures:  # learned full logits: today's path against the other two forced
+        print("\n| L | causal | V ms | spec | today's path | ms | flex ms | blocked ms | literal ms | equal |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for length in lengths:
+            for causal in (False, True):
+                torch.manual_seed(0)
+                x = torch.randn(max(1, tokens // length), length, d, device=device, requires_grad=True)
+                v_ms, _ = step_time(SyntheticAttention(d, h, length, "V", causal=causal).to(device), x, device,
+                                    args.repeats, None)
+                for spec in args.mixtures.split(","):
+                    layer = SyntheticAttention(d, h, length, spec, causal=causal).to(device).train()
+                    with Taken() as t:
+                        layer(x)
+                    today, got = step_time(layer, x, device, args.repeats, None)
+                    cells, err = [], 0.0
+                    for force in (paths.Path.FLEX, paths.Path.BLOCKED, paths.Path.LITERAL):
+                        if force is t.paths[0] or (force is paths.Path.FLEX and (spec == "FD" or device.type == "cpu")):
+                            # flex needs a dot product, and a GPU for its backward
+                            cells.append("-")
+                            continue
+                        ms, want = step_time(layer, x, device, args.repeats, force)
+                        err = max(err, disagreement(got, want))
+                        cells.append(f"{ms:.2f}")
+                    print(f"| {length} | {causal} | {v_ms:.2f} | {spec} | {t.paths[0].value} | {today:.2f} | "
+                          f"{' | '.join(cells)} | {'yes' if err < 1e-3 else f'NO ({err:.1e})'} |", flush=True)
     return 0
 
 

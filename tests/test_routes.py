@@ -41,13 +41,13 @@ ROUTES = {
     "fixed_random":      "SB.s SB.s S.n  B.l  SB.s S.e  S.f  S.n  SB.s S.e  S.n  SB.s L    L    S",
     "factorized_random": "SB.l SB.l S.n  F    SB.l S.e  S.f  S.n  SB.l S.e  S.n  SF   L    L    S",
     "factorized_dense":  "B.l  B.l  B.l  B.l  B.l  B.l  B.l  B.l  B.l  L    L    B.l  L    L    B",
-    "R+V":               "B.f  B.f  B.f  B.f  B.f  F    F    F    B.f  F    F    B.f  L    L    X",
+    "R+V":               "B.f  B.f  B.f  B.f  B.f  F    F    F    B.f  F    F    B.f  L    L    L",
     "D+V":               "F    F    F    F    F    F    F    F    F    F    F    F    L    L    F",
-    "R+D":               "B.f  B.f  B.f  B.f  B.f  F    F    F    B.f  F    F    B.f  L    L    X",
+    "R+D":               "B.f  B.f  B.f  B.f  B.f  F    F    F    B.f  F    F    B.f  L    L    L",
     "FR+V":              "F    F    F    F    F    F    F    F    F    F    F    F    L    L    F",
-    "FD+V":              "B.f  B.f  B.f  B.f  B.f  F    F    F    B.f  F    F    B.f  L    L    X",
+    "FD+V":              "B.f  B.f  B.f  B.f  B.f  F    F    F    B.f  F    F    B.f  L    L    L",
     "Fix+FR":            "SB.l SB.l S.n  B.l  SB.l S.e  S.f  S.n  SB.l S.e  S.n  SB.l L    L    S",
-    "R+D+V":             "B.l  B.l  B.l  B.l  B.l  F    F    F    B.l  F    F    B.l  L    L    X",
+    "R+D+V":             "B.l  B.l  B.l  B.l  B.l  F    F    F    B.l  F    F    B.l  L    L    L",
 }
 
 
@@ -132,9 +132,10 @@ def test_route_of_every_spec_in_every_mode(spec, spy, monkeypatch):
 
 @pytest.mark.parametrize("spec", ALL_SPECS)
 @pytest.mark.parametrize("device", ["cpu", "cuda", "mps", "xpu"])
-def test_cuda_routes_learned_bias_to_flex_and_shared_logits_to_one_softmax(spec, device, spy, monkeypatch):
-    """On CUDA, FlexAttention's score_mod differentiates a captured bias; PyTorch's CPU kernels do not, so
-    elsewhere learned full logits beside a dot product stay on the blocked kernel. Logits shared by the batch
+def test_cuda_routes_learned_bias_to_literal_or_flex_and_shared_logits_to_one_softmax(spec, device, spy, monkeypatch):
+    """On CUDA, learned full logits beside a dot product take the literal path while the batch's logits are few,
+    else FlexAttention (its score_mod differentiates a captured bias; PyTorch's CPU kernels do not, so elsewhere
+    they stay on the blocked kernel). Logits shared by the batch
     take the one shared softmax on CUDA (the blocked kernels' loops are launch-bound there)."""
     _, routes = spy
     call(spec, "train", monkeypatch)
@@ -142,7 +143,9 @@ def test_cuda_routes_learned_bias_to_flex_and_shared_logits_to_one_softmax(spec,
     learned_bias_with_dot = "dot" in route.forms and route.full_needs_grad and route.input_dependent
     path = choose_path(route)
     if learned_bias_with_dot:
-        assert path == (Path.FLEX if device == "cuda" else Path.BLOCKED)
+        assert path == (Path.LITERAL if device == "cuda" else Path.BLOCKED)  # few logits: literal beats flex
+        many = dataclasses.replace(route, batch=paths.CUDA_LITERAL_ELEMENTS // route.logits_per_example + 1)
+        assert choose_path(many) == (Path.FLEX if device == "cuda" else Path.BLOCKED)
     elif not route.input_dependent and device == "cuda":
         assert path == Path.SHARED_SOFTMAX
     else:
@@ -306,3 +309,13 @@ def test_layer_with_the_public_fallbacks_equals_the_private_ops(spec, causal, ke
         results.append([out.detach()] + [p.grad.clone() for p in layer.parameters()])
     for a, b in zip(*results):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("spec", ALL_SPECS)
+def test_the_literal_path_returns_weights_only_when_asked(spec):
+    """The literal path (fast=False here; CUDA training of learned logits beside a dot product) computes the
+    weights in any case; like every other path it hands them back only for need_weights=True."""
+    layer = SyntheticAttention(D, H, N, spec, fast=False).train()
+    x = torch.randn(B, L, D)
+    assert layer(x)[1] is None
+    assert layer(x, need_weights=True, average_attn_weights=False)[1].shape == (B, H, L, L)

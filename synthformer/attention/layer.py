@@ -233,7 +233,9 @@ class SyntheticAttention(nn.Module):
             inputs.cache, inputs.cache_key = self._softmax_cache, self._cache_key(offset, lq, lk, static)
         out, weights = paths.PATHS[path](inputs)  # (B, H, Lq, d_h)
         out = out.transpose(1, 2).reshape(b, lq, self.embed_dim)  # (B, Lq, d)
-        if weights is not None:
+        if not need_weights:
+            weights = None  # the literal path computes them in any case
+        elif weights is not None:
             weights = weights.expand(b, -1, -1, -1)  # (B, H, Lq, Lk)
             weights = weights.mean(1) if average_attn_weights else weights  # (B, Lq, Lk) as nn.MultiheadAttention
         return self.out_proj(out), weights
@@ -258,7 +260,7 @@ class SyntheticAttention(nn.Module):
             attn_mask="float" if bias is not None else None if attn_mask is None else "bool",
             masks_batch_free=all(m is None or m.dim() == 2 or m.shape[0] == 1 for m in (static, bias)),
             device=v.device.type, logits_per_example=self.num_heads * lq * v.shape[2],
-            exporting=paths.is_exporting(), literal=literal)
+            exporting=paths.is_exporting(), literal=literal, batch=v.shape[0])
 
     def _cache_key(self, offset, lq, lk, static) -> tuple:
         """(facts, sources) of the shared softmax: what shapes it, and every tensor its logits come from."""

@@ -11,7 +11,9 @@ path of every registry variant and mixture in every mode.
 path               when (first match in :func:`choose_path`) and how
 =================  ===========================================================================================
 ``literal``        ``need_weights=True``, ``fast=False``, or tracing/exporting/compiling: the paper's equations,
-                   S and the weights materialised (exports correctly; a compiler may fuse it)
+                   S and the weights materialised (exports correctly; a compiler may fuse it); also learned
+                   full logits beside a dot product in training on CUDA while the batch's logits are few
+                   (``CUDA_LITERAL_ELEMENTS``): faster there than FlexAttention
 ``shared_softmax`` batch-independent logits (R, Fix, FR, Fix+FR) and batch-free masks, with dropout in
                    training, key padding, no-grad eval, or on CUDA (where the blocked kernels' loops over
                    heads and row blocks are launch-bound): one softmax (H, Lq, Lk) for the whole batch, the
@@ -20,7 +22,7 @@ path               when (first match in :func:`choose_path`) and how
 ``shared_fused``   the same logits in training off CUDA, all members dot products (FR) and long (more logits per
                    example than one block): batch folded into the values of one flash kernel call, O(L) memory
 ``shared_blocked`` the same logits otherwise in training: batch folded, :func:`blocked_attention`
-``flex``           learned full logits beside a dot product (R+V, R+D, FD+V) in training on CUDA:
+``flex``           learned full logits beside a dot product (R+V, R+D, FD+V) in training on CUDA, many logits:
                    FlexAttention, the full logits added by a ``score_mod`` that captures them (its backward
                    gives their gradient, no (B, H, Lq, Lk) tensors); ``fused`` where FlexAttention is missing
 ``fused``          a dot-product member and no learned full logits (V, D, D+V, FR+V; any mixture without
@@ -80,6 +82,7 @@ class Route:
     logits_per_example: int  # H * Lq * Lk
     exporting: bool  # tracing, exporting or compiling (see is_exporting)
     literal: bool  # need_weights=True or fast=False
+    batch: int = 1  # B (the literal path's logits on CUDA grow with it)
 
 
 def is_exporting() -> bool:
@@ -104,10 +107,19 @@ def choose_path(r: Route) -> Path:
             return Path.SHARED_FUSED
         return Path.SHARED_BLOCKED
     if dots and r.full_needs_grad and r.device == "cuda":
+        if r.batch * r.logits_per_example <= CUDA_LITERAL_ELEMENTS:
+            return Path.LITERAL
         return Path.FLEX if flex_available() else Path.FUSED
     if dots and not r.full_needs_grad:
         return Path.FUSED
     return Path.BLOCKED
+
+
+CUDA_LITERAL_ELEMENTS = 1 << 27  # learned full logits beside a dot product in training on CUDA: the literal path up to
+# this many logits in the batch (512 MiB per (B, H, Lq, Lk) fp32 tensor), FlexAttention above. H200, one layer d=256,
+# H=4, 8192 tokens, train step (benchmarks/gpu_routes.py --mixtures, session 12): literal / flex time 0.56-0.78x at
+# L=256, 0.22-0.43x at 1024, 0.14-0.37x at 4096 (B=2, the largest measured: 2^27 logits) for R+V, R+D, FD+V, R+D+V;
+# flex's backward accumulates the captured bias's gradient over the batch
 
 
 def flex_available() -> bool:
