@@ -303,7 +303,8 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
                       seeds: int = 1, seed: int = 0, preset: str = "tiny", device: str = "auto",
                       threads: int | None = 1, pretrain_data: str = "chitchat", finetune_examples: int | None = 4000,
                       pretrain: dict | None = None, finetune: dict | None = None, model: dict | None = None,
-                      tune: TuneConfig | None = None, reuse: str | Path | None = None, log=print) -> dict:
+                      tune: TuneConfig | None = None, reuse: str | Path | None = None,
+                      only: Sequence[str] | None = None, log=print) -> dict | None:
     """Pretrain an MLM encoder per variant (and seed) on `pretrain_data`, fine-tune it on every task of
     `tasks` (names of `SUITE`); write report.md and results.json into `out`; return the results.
 
@@ -313,9 +314,15 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
     sweep of every variant's pretraining (`synthformer.tuning`; None: none). `reuse`: a comparison folder of the
     same pretraining whose finished runs stand in for this suite's (module docstring). Fine-tuned tasks are scored
     on the test split when `finetune` sets ``eval_test``, else on validation (the paper's dev scores).
-    `finetune_examples` caps each task's training examples (valid gets a tenth; None = all). Unknown variants or
-    tasks, and sources that are not installed, fail before any training."""
+    `finetune_examples` caps each task's training examples (valid gets a tenth; None = all). `only`: run just
+    these of `variants` (their cells are kept), write no report and return None: the suite split over machines,
+    whose cells a later run without `only` reads. Unknown variants or tasks, and sources that are not installed,
+    fail before any training."""
     names, tasks = _check(variants, tasks, seeds)
+    if only is not None:
+        only = [v if v == BASE_PLUS else variant_name(v) for v in only]
+        if not set(only) <= set(names):
+            raise ConfigError(f"only={sorted(set(only) - set(names))}: not among the suite's variants {names}")
     _check_installed([pretrain_data] + [SUITE[t].data for t in tasks])
     out, model = Path(out), dict(model or {})
     pooling = model.pop("pooling", None)
@@ -339,6 +346,8 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
     floors = _read_json(out / FLOOR_FILE)
     rows = []
     for i, name in enumerate(names):
+        if only is not None and name not in only:
+            continue
         overrides = {**model, "attention": _attention(name), **({"ffn_dim": base_plus["ffn_dim"]} if
                                                                 name == BASE_PLUS else {})}
         theirs = Path(reuse) if reuse is not None and name != BASE_PLUS else None  # Base+ has no counterpart
@@ -370,6 +379,9 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
                 + f"; mean {metrics['accuracy']:.2f} ({time.time() - t0:.0f}s so far)")
         rows.append({**_row(name, per_seed), "tuned": tuned, "sweep": scores,
                      **({"base_plus": base_plus} if name == BASE_PLUS else {})})
+    if only is not None:
+        log(f"ran {', '.join(only)} in {out}: their cells are kept; the suite without `only` writes the report")
+        return None
     split = score_split(fine_base)
     results = {"kind": KIND, "variants": rows, "floor": floor_row(floors, tasks, seed_values, split),
                "tasks": {t: dataclasses.asdict(SUITE[t]) for t in tasks}, "seeds": seed_values,

@@ -292,6 +292,29 @@ def test_suite_finishes_from_its_cells_and_pretrains_only_a_seed_with_unfinished
         again(finetune_steps=2)
 
 
+def test_suite_split_with_only_runs_each_share_and_the_whole_suite_trains_nothing_more(tmp_path):
+    """`only` (reproduce table5 --only): each share trains just its variants' cells and writes no report;
+    the suite without it then reads every cell, trains nothing, and writes the report of all variants."""
+    out = tmp_path / "s"
+    kw = dict(pretrain_steps=2, finetune_steps=1, finetune_examples=40, threads=1, device="cpu",
+              pretrain={"max_examples": 40, "seq_len": 16, "batch_size": 4, "vocab_size": 300},
+              finetune={"batch_size": 4}, model={"embed_dim": 32, "ffn_dim": 64, "max_seq_len": 32},
+              tune=TuneConfig(lr_mults=(1.0,), table_lr_mults=(1.0,)))
+    logs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert pretrain_finetune(["V", "R"], ["sentiment"], out, only=["r"], **kw, log=logs.append) is None
+        assert {f.stem for f in (out / "cells" / "finetune" / "sentiment").glob("*.json")} == {"R"}
+        assert not (out / "report.md").exists() and not any(" V" in line for line in logs if line.startswith("run "))
+        pretrain_finetune(["V", "R"], ["sentiment"], out, only=["V"], **kw, log=quiet)
+        logs.clear()
+        results = pretrain_finetune(["V", "R"], ["sentiment"], out, **kw, log=logs.append)
+    assert [r["variant"] for r in results["variants"]] == ["V", "R"] and (out / "report.md").is_file()
+    assert not any(line.startswith("run ") for line in logs), logs
+    with pytest.raises(ConfigError, match="not among the suite's variants"):
+        pretrain_finetune(["V", "R"], ["sentiment"], out, only=["D"], **kw, log=quiet)
+
+
 def test_suite_scores_the_test_split_when_fine_tuning_evaluates_it(tmp_path):
     out = tmp_path / "s"
     kw = dict(pretrain_steps=2, finetune_steps=1, finetune_examples=40, threads=1, device="cpu",

@@ -437,9 +437,9 @@ def test_only_splits_a_grid_over_two_clones_whose_merged_cells_write_the_report_
     assert not (a / "topic" / "linformer").exists() and (a / "report.md").is_file()
     code, _, err = reproduce("table7", "--budget", "smoke", "--out", a, "--interim")  # finished: the results
     assert code == 0 and "finished, see" in err, err
-    # one line for a variant the name does not run, for a name without grids, and with --publish
+    # one line for a variant the name does not run (a grid's, or table5's suite's), and with --publish
     for args, says in ((("table7", "--only", "R"), "--only R: not a variant of table7"),
-                       (("table5", "--only", "V"), "table5 has no grids of cells"),
+                       (("table5", "--only", "FR"), "--only FR: not a variant of table5"),
                        (("table7", "--only", "V", "--publish", tmp_path / "pub"), "no --publish")):
         code, _, err = reproduce(*args, "--budget", "smoke", "--out", tmp_path / "c")
         assert code == 2 and len(err.strip().splitlines()) == 1 and says in err, err

@@ -33,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", metavar="VARIANTS", default=None,
                    help="comma-separated: train only these variants' cells (sweep and seeds) and write no report; "
                         "to split a grid over machines, each running its share on a clone of --out, then merging "
-                        "the cells/ folders (the command without --only then writes the report)")
+                        "the cells/ folders (the command without --only then writes the report); table5: its "
+                        "variants' pretraining and fine-tuning cells")
     p.add_argument("--reuse", metavar="DIR", default=None,
                    help="the --out of the reproduction this name shares runs with, at the same budget: table5 takes "
                         "table4's finished MLM sweep and seed runs as its pretraining (the paper fine-tunes the "

@@ -107,7 +107,7 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
               device: str | None = None, threads: int | None = None, log=print, tune=None,
               only: list[str] | None = None, interim: bool = False, reuse: str | Path | None = None) -> dict | None:
     """Run one name at a budget into `out`; returns the results dict written to out/results.json (None
-    with `only`: just those variants' cells are trained, in every grid that has them; None with
+    with `only`: just those variants' cells are trained, in every grid that has them, or in table5's suite; None with
     `interim`: nothing is trained, and every started grid writes interim.md from its finished variants).
 
     `seeds`: per variant (default the name's for the budget; None there is compare's default: 3, or 5
@@ -143,6 +143,8 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
     if only is not None:  # just these variants' cells, no report (a grid split over machines)
         for grid in grids:
             ctx.run_grid(grid)
+        if not grids:
+            module.run(ctx)  # a suite that keeps cells (table5) honours ctx.only
         log(f"trained the cells of {', '.join(only)} in {out}; `synthformer reproduce {name} --budget {budget} "
             f"--out {out}` writes the report once every variant's cells are there")
         return None
@@ -184,14 +186,13 @@ def _grids(module, budget: str, out: Path) -> list:
 
 
 def only_grids(module, name: str, budget: str, out: Path, only: list[str]) -> tuple[list, tuple]:
-    """`reproduce --only`: the name's grids and the variants named (checked before anything is written)."""
+    """`reproduce --only`: the name's grids (none for a suite that keeps cells, table5) and the variants named
+    (checked before anything is written)."""
     from ..compare import variant_name
 
-    if not hasattr(module, "grids"):
-        raise ReproduceError(f"--only: {name} has no grids of cells (its runs are one suite); run it whole")
-    grids = _grids(module, budget, out)
-    wanted = tuple(variant_name(v) for v in only)  # unknown names fail here
-    known = {variant_name(v) for g in grids for v in g.variants}
+    grids = _grids(module, budget, out) if hasattr(module, "grids") else []
+    known = {variant_name(v) for g in grids for v in g.variants} if grids else set(module.variants(budget))
+    wanted = tuple(v if v in known else variant_name(v) for v in only)  # unknown names fail here
     if not set(wanted) <= known:
         raise ReproduceError(f"--only {','.join(sorted(set(wanted) - known))}: not a variant of {name} "
                              f"(its variants: {', '.join(sorted(known))})")
