@@ -50,6 +50,37 @@ def disagreement(got: list, want: list) -> float:
                for a, b in zip(got, want) if b is not None)
 
 
+D_MODEL, HEADS, TOKENS = 256, 4, 8192  # one layer, the tokens of a step as in the bench
+
+
+def table(specs: list[str], forced: tuple, lengths: list[int], device, repeats: int, skip) -> None:
+    """One markdown table: per length, causal or not, and spec, the step through today's path and through each
+    of `forced` (skipped where it is today's path or ``skip(spec, path)``), and whether all agree."""
+    print(f"\n| L | causal | V ms | spec | today's path | ms | {' | '.join(f'{p.value} ms' for p in forced)} | equal |")
+    print("|---|---|---|---|---|---|" + "---|" * len(forced) + "---|")
+    for length in lengths:
+        for causal in (False, True):
+            torch.manual_seed(0)
+            x = torch.randn(max(1, TOKENS // length), length, D_MODEL, device=device, requires_grad=True)
+            v_ms, _ = step_time(SyntheticAttention(D_MODEL, HEADS, length, "V", causal=causal).to(device), x,
+                                device, repeats, None)
+            for spec in specs:
+                layer = SyntheticAttention(D_MODEL, HEADS, length, spec, causal=causal).to(device).train()
+                with Taken() as t:
+                    layer(x)
+                today, got = step_time(layer, x, device, repeats, None)
+                cells, err = [], 0.0
+                for force in forced:
+                    if force is t.paths[0] or skip(spec, force):
+                        cells.append("-")
+                        continue
+                    ms, want = step_time(layer, x, device, repeats, force)
+                    err = max(err, disagreement(got, want))
+                    cells.append(f"{ms:.2f}")
+                print(f"| {length} | {causal} | {v_ms:.2f} | {spec} | {t.paths[0].value} | {today:.2f} | "
+                      f"{' | '.join(cells)} | {'yes' if err < 1e-3 else f'NO ({err:.1e})'} |", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cuda")
@@ -61,58 +92,16 @@ def main() -> int:
     args = ap.parse_args()
     device = torch.device(args.device)
     lengths = [int(v) for v in (args.lengths or ("256" if device.type == "cpu" else "256,1024,4096")).split(",")]
-    d, h, tokens = 256, 4, 8192
     print(f"{torch.cuda.get_device_name() if device.type == 'cuda' else 'cpu'}, torch {torch.__version__}; "
-          f"one layer d={d}, H={h}, {tokens} tokens, train step (ms, median of {args.repeats})")
-    print("| L | causal | V ms | spec | today's path | ms | shared_blocked ms | shared_fused ms | "
-          "shared_blocked / today | equal |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for length in lengths:
-        for causal in (False, True):
-            torch.manual_seed(0)
-            x = torch.randn(max(1, tokens // length), length, d, device=device, requires_grad=True)
-            v_ms, _ = step_time(SyntheticAttention(d, h, length, "V", causal=causal).to(device), x, device,
-                                args.repeats, None)
-            for spec in [v for v in args.shared.split(",") if v]:
-                layer = SyntheticAttention(d, h, length, spec, causal=causal).to(device).train()
-                with Taken() as t:
-                    layer(x)
-                today, got = step_time(layer, x, device, args.repeats, None)
-                others = (paths.Path.SHARED_BLOCKED,) + ((paths.Path.SHARED_FUSED,) if spec == "FR" else ())
-                ms, err = {}, 0.0
-                for force in others:
-                    ms[force], want = step_time(layer, x, device, args.repeats, force)
-                    err = max(err, disagreement(got, want))
-                blocked = ms[paths.Path.SHARED_BLOCKED]
-                fused = ms.get(paths.Path.SHARED_FUSED)
-                print(f"| {length} | {causal} | {v_ms:.2f} | {spec} | {t.paths[0].value} | {today:.2f} | "
-                      f"{blocked:.2f} | {'-' if fused is None else f'{fused:.2f}'} | {blocked / today:.2f}x | "
-                      f"{'yes' if err < 1e-3 else f'NO ({err:.1e})'} |", flush=True)
-    if args.mixtures:  # learned full logits: today's path against the other two forced
-        print("\n| L | causal | V ms | spec | today's path | ms | flex ms | blocked ms | literal ms | equal |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
-        for length in lengths:
-            for causal in (False, True):
-                torch.manual_seed(0)
-                x = torch.randn(max(1, tokens // length), length, d, device=device, requires_grad=True)
-                v_ms, _ = step_time(SyntheticAttention(d, h, length, "V", causal=causal).to(device), x, device,
-                                    args.repeats, None)
-                for spec in args.mixtures.split(","):
-                    layer = SyntheticAttention(d, h, length, spec, causal=causal).to(device).train()
-                    with Taken() as t:
-                        layer(x)
-                    today, got = step_time(layer, x, device, args.repeats, None)
-                    cells, err = [], 0.0
-                    for force in (paths.Path.FLEX, paths.Path.BLOCKED, paths.Path.LITERAL):
-                        if force is t.paths[0] or (force is paths.Path.FLEX and (spec == "FD" or device.type == "cpu")):
-                            # flex needs a dot product, and a GPU for its backward
-                            cells.append("-")
-                            continue
-                        ms, want = step_time(layer, x, device, args.repeats, force)
-                        err = max(err, disagreement(got, want))
-                        cells.append(f"{ms:.2f}")
-                    print(f"| {length} | {causal} | {v_ms:.2f} | {spec} | {t.paths[0].value} | {today:.2f} | "
-                          f"{' | '.join(cells)} | {'yes' if err < 1e-3 else f'NO ({err:.1e})'} |", flush=True)
+          f"one layer d={D_MODEL}, H={HEADS}, {TOKENS} tokens, train step (ms, median of {args.repeats})")
+    P = paths.Path
+    shared = [v for v in args.shared.split(",") if v]
+    if shared:  # logits shared by the batch: the CPU's paths forced (shared_fused: FR's dot products only)
+        table(shared, (P.SHARED_BLOCKED, P.SHARED_FUSED), lengths, device, args.repeats,
+              lambda spec, force: force is P.SHARED_FUSED and spec != "FR")
+    if args.mixtures:  # learned full logits (flex needs a dot product, and a GPU for its backward)
+        table(args.mixtures.split(","), (P.FLEX, P.BLOCKED, P.LITERAL), lengths, device, args.repeats,
+              lambda spec, force: force is P.FLEX and (spec == "FD" or device.type == "cpu"))
     return 0
 
 
