@@ -50,10 +50,10 @@ def disagreement(got: list, want: list) -> float:
                for a, b in zip(got, want) if b is not None)
 
 
-D_MODEL, HEADS, TOKENS = 256, 4, 8192  # one layer, the tokens of a step as in the bench
+D_MODEL, HEADS = 256, 4  # one layer as in the bench
 
 
-def table(specs: list[str], forced: tuple, lengths: list[int], device, repeats: int, skip) -> None:
+def table(specs: list[str], forced: tuple, lengths: list[int], tokens: int, device, repeats: int, skip) -> None:
     """One markdown table: per length, causal or not, and spec, the step through today's path and through each
     of `forced` (skipped where it is today's path or ``skip(spec, path)``), and whether all agree."""
     print(f"\n| L | causal | V ms | spec | today's path | ms | {' | '.join(f'{p.value} ms' for p in forced)} | equal |")
@@ -61,7 +61,7 @@ def table(specs: list[str], forced: tuple, lengths: list[int], device, repeats: 
     for length in lengths:
         for causal in (False, True):
             torch.manual_seed(0)
-            x = torch.randn(max(1, TOKENS // length), length, D_MODEL, device=device, requires_grad=True)
+            x = torch.randn(max(1, tokens // length), length, D_MODEL, device=device, requires_grad=True)
             v_ms, _ = step_time(SyntheticAttention(D_MODEL, HEADS, length, "V", causal=causal).to(device), x,
                                 device, repeats, None)
             for spec in specs:
@@ -86,6 +86,7 @@ def main() -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--lengths", default=None, help="comma-separated (default: 256,1024,4096; cpu: 256)")
     ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--tokens", type=int, default=8192, help="tokens of a step (the batch is tokens / L)")
     ap.add_argument("--mixtures", default="", help="also time these (e.g. R+V,R+D,FD+V,FD): today's path against "
                     "flex, blocked and literal forced")
     ap.add_argument("--shared", default="R,Fix,FR", help="shared-logit variants to time ('' skips them)")
@@ -93,14 +94,14 @@ def main() -> int:
     device = torch.device(args.device)
     lengths = [int(v) for v in (args.lengths or ("256" if device.type == "cpu" else "256,1024,4096")).split(",")]
     print(f"{torch.cuda.get_device_name() if device.type == 'cuda' else 'cpu'}, torch {torch.__version__}; "
-          f"one layer d={D_MODEL}, H={HEADS}, {TOKENS} tokens, train step (ms, median of {args.repeats})")
+          f"one layer d={D_MODEL}, H={HEADS}, {args.tokens} tokens, train step (ms, median of {args.repeats})")
     P = paths.Path
     shared = [v for v in args.shared.split(",") if v]
     if shared:  # logits shared by the batch: the CPU's paths forced (shared_fused: FR's dot products only)
-        table(shared, (P.SHARED_BLOCKED, P.SHARED_FUSED), lengths, device, args.repeats,
+        table(shared, (P.SHARED_BLOCKED, P.SHARED_FUSED), lengths, args.tokens, device, args.repeats,
               lambda spec, force: force is P.SHARED_FUSED and spec != "FR")
     if args.mixtures:  # learned full logits (flex needs a dot product, and a GPU for its backward)
-        table(args.mixtures.split(","), (P.FLEX, P.BLOCKED, P.LITERAL), lengths, device, args.repeats,
+        table(args.mixtures.split(","), (P.FLEX, P.BLOCKED, P.LITERAL), lengths, args.tokens, device, args.repeats,
               lambda spec, force: force is P.FLEX and (spec == "FD" or device.type == "cpu"))
     return 0
 

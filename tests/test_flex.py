@@ -45,9 +45,8 @@ def test_cuda_training_with_a_learned_bias_routes_to_literal_then_flex():
     assert paths.choose_path(paths.Route(**{**r.__dict__, "device": "cpu"})) is Path.BLOCKED
 
 
-def test_the_gpu_checks_script_passes_its_cpu_try():
-    """benchmarks/gpu_checks.py (part 1 of benchmarks/gpu.sh) runs where a GPU is lent only now and then: its
-    CPU try (flex forced, forward only; every variant's step against the literal path) must keep passing."""
+def run_script(name: str, *args: str):
+    """A script of benchmarks/ in a fresh process, one thread, the repository on its path."""
     import os
     import subprocess
     import sys
@@ -55,8 +54,24 @@ def test_the_gpu_checks_script_passes_its_cpu_try():
 
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, str(root / "benchmarks" / "gpu_checks.py"), "--device", "cpu"],
-                          capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run([sys.executable, str(root / "benchmarks" / name), *args], capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def test_the_gpu_checks_script_passes_its_cpu_try():
+    """benchmarks/gpu_checks.py (part 1 of benchmarks/gpu.sh) runs where a GPU is lent only now and then: its
+    CPU try (flex forced, forward only; every variant's step against the literal path) must keep passing."""
+    proc = run_script("gpu_checks.py", "--device", "cpu")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     import re
     assert re.search(r"^(\d+) of \1 checks passed", proc.stdout, re.M), proc.stdout[-2000:]
+
+
+def test_the_gpu_routes_script_agrees_on_every_route_in_its_cpu_try():
+    """benchmarks/gpu_routes.py (part 3 of gpu.sh) on CPU, small: every forced route of shared logits and of
+    learned full logits gives today's output and gradients (its 'equal' column), and the script runs."""
+    proc = run_script("gpu_routes.py", "--device", "cpu", "--lengths", "64", "--tokens", "256", "--repeats", "1",
+                      "--shared", "R,FR", "--mixtures", "R+V,FD")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| 64 |")]
+    assert len(rows) == 2 * 4 and all(line.endswith("| yes |") for line in rows), proc.stdout
