@@ -115,11 +115,13 @@ def choose_path(r: Route) -> Path:
     return Path.BLOCKED
 
 
-CUDA_LITERAL_ELEMENTS = 1 << 27  # learned full logits beside a dot product in training on CUDA: the literal path up to
-# this many logits in the batch (512 MiB per (B, H, Lq, Lk) fp32 tensor), FlexAttention above. H200, one layer d=256,
-# H=4, 8192 tokens, train step (benchmarks/gpu_routes.py --mixtures, session 12): literal / flex time 0.56-0.78x at
-# L=256, 0.22-0.43x at 1024, 0.14-0.37x at 4096 (B=2, the largest measured: 2^27 logits) for R+V, R+D, FD+V, R+D+V;
-# flex's backward accumulates the captured bias's gradient over the batch
+CUDA_LITERAL_ELEMENTS = 1 << 26  # learned full logits beside a dot product in training on CUDA: the literal path up to
+# this many logits in the batch, FlexAttention above. Speed, H200, one layer d=256, H=4, 8192 tokens, train step
+# (benchmarks/gpu_routes.py --mixtures, session 12): literal / flex time 0.56-0.78x at L=256, 0.22-0.43x at 1024
+# (2^25 logits), 0.14-0.37x at 4096 (2^27) for R+V, R+D, FD+V, R+D+V (flex's backward accumulates the captured
+# bias's gradient over the batch). Memory: the literal path keeps 4.5 (R+V) to 5.8 (FD+V) (B, H, Lq, Lk) fp32
+# tensors' worth for the backward (counted by saved-tensor hooks), about 1.1-1.5 GiB a layer at this limit; flex
+# keeps O(B L) and the (H, Lq, Lk) bias gradient, so above it (e.g. B=2, H=4, L=4096) memory decides
 
 
 def flex_available() -> bool:
