@@ -100,8 +100,11 @@ PRETRAIN = {"task": "mlm", "data": "chitchat", "vocab_size": 2000, "lr": 2e-3, "
 FINETUNE = {"task": "classify", "lr": 5e-4}
 
 
-def _check(variants, tasks, seeds: int) -> tuple[list[str], list[str]]:
+def _check(variants, tasks, seeds: int, only=None) -> tuple[list[str], list[str], list[str] | None]:
     names = [v if v == BASE_PLUS else variant_name(v) for v in variants]  # unknown: one line listing the valid
+    only = None if only is None else [v if v == BASE_PLUS else variant_name(v) for v in only]
+    if only is not None and not set(only) <= set(names):
+        raise ConfigError(f"only={sorted(set(only) - set(names))}: not among the suite's variants {names}")
     if not names or len(set(names)) != len(names):
         raise ConfigError(f"variants={names}: name each variant once (at least one)")
     for name in names:
@@ -115,7 +118,7 @@ def _check(variants, tasks, seeds: int) -> tuple[list[str], list[str]]:
     if unknown or not tasks or len(set(tasks)) != len(tasks):
         raise ConfigError(f"tasks={tasks}: give distinct tasks of the suite: {', '.join(SUITE)}")
     seed_list(0, seeds)  # seeds >= 1
-    return names, tasks
+    return names, tasks, only
 
 
 def _mixtures(names: list[str]) -> list[str]:
@@ -305,34 +308,23 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
                       pretrain: dict | None = None, finetune: dict | None = None, model: dict | None = None,
                       tune: TuneConfig | None = None, reuse: str | Path | None = None,
                       only: Sequence[str] | None = None, log=print) -> dict | None:
-    """Pretrain an MLM encoder per variant (and seed) on `pretrain_data`, fine-tune it on every task of
-    `tasks` (names of `SUITE`); write report.md and results.json into `out`; return the results.
+    """Pretrain an MLM encoder per variant (and seed) on `pretrain_data`, fine-tune it on every task of `tasks`
+    (names of `SUITE`); write report.md and results.json into `out`; return the results.
 
-    `variants`: encoder specs, and `BASE_PLUS` (with a +V mixture to match). `pretrain` / `finetune`
-    are TrainConfig overrides of either stage, `model` ModelConfig overrides of both (the fine-tuned
-    classifier takes the pretrained encoder's shape; a `pooling` goes to it alone). `tune`: the learning-rate
-    sweep of every variant's pretraining (`synthformer.tuning`; None: none). `reuse`: a comparison folder of the
-    same pretraining whose finished runs stand in for this suite's (module docstring). Fine-tuned tasks are scored
-    on the test split when `finetune` sets ``eval_test``, else on validation (the paper's dev scores).
-    `finetune_examples` caps each task's training examples (valid gets a tenth; None = all). `only`: run just
-    these of `variants` (their cells are kept), write no report and return None: the suite split over machines,
-    whose cells a later run without `only` reads. Unknown variants or tasks, and sources that are not installed,
-    fail before any training."""
-    names, tasks = _check(variants, tasks, seeds)
-    if only is not None:
-        only = [v if v == BASE_PLUS else variant_name(v) for v in only]
-        if not set(only) <= set(names):
-            raise ConfigError(f"only={sorted(set(only) - set(names))}: not among the suite's variants {names}")
+    `variants`: encoder specs, and `BASE_PLUS` (with a +V mixture to match). `pretrain` / `finetune` are
+    TrainConfig overrides of either stage, `model` ModelConfig overrides of both (a `pooling` goes to the
+    classifier alone). `tune`: the lr sweep of every variant's pretraining (`synthformer.tuning`). `reuse`: a
+    comparison folder of the same pretraining whose finished runs stand in (module docstring). Tasks are scored on
+    test when `finetune` sets ``eval_test``, else on validation. `finetune_examples` caps each task's training
+    examples (None = all). `only`: run just these variants (cells kept), write no report, return None (the suite
+    split over machines). Unknown variants, tasks or sources not installed fail before any training."""
+    names, tasks, only = _check(variants, tasks, seeds, only)
     _check_installed([pretrain_data] + [SUITE[t].data for t in tasks])
     out, model = Path(out), dict(model or {})
     pooling = model.pop("pooling", None)
     base = {**COMMON, "preset": preset, "device": device, "threads": threads}
-    pre_cfg = TrainConfig(**{**base, **PRETRAIN, "data": pretrain_data, "steps": pretrain_steps,
-                             "warmup_steps": max(1, pretrain_steps // 10), "checkpoint_every": pretrain_steps,
-                             **(pretrain or {})})
-    fine_base = TrainConfig(**{**base, **FINETUNE, "steps": finetune_steps, "max_examples": finetune_examples,
-                               "warmup_steps": max(1, finetune_steps // 10), "checkpoint_every": finetune_steps,
-                               **(finetune or {})})
+    pre_cfg = _stage(base, PRETRAIN, pretrain_steps, {"data": pretrain_data, **(pretrain or {})})
+    fine_base = _stage(base, FINETUNE, finetune_steps, {"max_examples": finetune_examples, **(finetune or {})})
     seed_values = seed_list(seed, seeds)
     t0 = time.time()
     cache: dict = {}  # shared across variants: one pretraining tokenizer, one encoding per task and seed
@@ -345,9 +337,7 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
     base_plus = _base_plus(out, names, pre_cfg, model, pre_data, log) if BASE_PLUS in names else None
     floors = _read_json(out / FLOOR_FILE)
     rows = []
-    for i, name in enumerate(names):
-        if only is not None and name not in only:
-            continue
+    for i, name in ((i, n) for i, n in enumerate(names) if only is None or n in only):
         overrides = {**model, "attention": _attention(name), **({"ffn_dim": base_plus["ffn_dim"]} if
                                                                 name == BASE_PLUS else {})}
         theirs = Path(reuse) if reuse is not None and name != BASE_PLUS else None  # Base+ has no counterpart
@@ -390,6 +380,12 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
                             "pooling": pooling, "split": split},
                "wall_s": max(time.time() - t0, cells_wall_s(out)), "created": time.strftime("%Y-%m-%d %H:%M:%S")}
     return _judge_and_write(results, out, log)
+
+
+def _stage(base: dict, defaults: dict, steps: int, overrides: dict) -> TrainConfig:
+    """The TrainConfig of one stage (pretraining or fine-tuning): a tenth of its steps warm up, one checkpoint."""
+    return TrainConfig(**{**base, **defaults, "steps": steps, "warmup_steps": max(1, steps // 10),
+                          "checkpoint_every": steps, **overrides})
 
 
 def _judge_and_write(results: dict, out: Path, log) -> dict:
