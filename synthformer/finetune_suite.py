@@ -46,6 +46,7 @@ fine-tuning is not finished needs its encoder's weights, and pretrains again whe
 """
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import json
 import math
@@ -54,11 +55,12 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .cells import cell_file, cells_wall_s, load_cell, save_cell
 from .claims import evaluate as evaluate_claims, finding_line, select as select_claims
-from .compare import intervals, mean_std, reused, run_folder, seed_list, variant_name, with_floor
+from .compare import (INTERIM, intervals, mean_std, reused, run_folder, seed_list, shape_text, variant_name,
+                      with_floor)
 from .data.sources import SOURCES
 from .data.prepare import SourceNotInstalledError
 from .errors import ConfigError
@@ -153,11 +155,13 @@ def _run(cfg: TrainConfig, overrides: dict, data, label: str, log, cells: Path |
         result = json.loads((out / "done.json").read_text())
     elif cells is not None and not weights and not out.exists() and (result := _kept(out, cells, cfg, model)):
         log(f"{label}: finished earlier, reusing its cell {cell_file(cells, out)}")
+    elif _INTERIM.get():
+        raise _Unfinished(f"{label}: {out}")
     else:
         resume = (out / "config.json").exists()
         result = train(dataclasses.replace(cfg, resume=resume), overrides, data=None if resume else data(),
                        label=label, log=log)
-    if cells is not None:
+    if cells is not None and not _INTERIM.get():
         save_cell(cells, out, result)
     return result
 
@@ -291,6 +295,8 @@ def _finetune_tasks(fine_base, tasks, s: int, seeds: int, pre_run: Path, pre: di
         accuracies[task], ses[task], runs[task] = scored["accuracy"], scored.get("accuracy_se"), cfg.out
         chance[task] = scored.get("chance_accuracy")
         if f"{task}/{s}" not in floors:  # the majority class of this task's data at this seed
+            if _INTERIM.get():
+                raise _Unfinished(f"{tag} {task}: no floor yet")
             floors[f"{task}/{s}"] = _task_floor(task_data(), split)
             atomic_write_json(out / FLOOR_FILE, floors)
     return accuracies, ses, chance, runs
@@ -307,7 +313,7 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
                       threads: int | None = 1, pretrain_data: str = "chitchat", finetune_examples: int | None = 4000,
                       pretrain: dict | None = None, finetune: dict | None = None, model: dict | None = None,
                       tune: TuneConfig | None = None, reuse: str | Path | None = None,
-                      only: Sequence[str] | None = None, log=print) -> dict | None:
+                      only: Sequence[str] | None = None, interim: bool = False, log=print) -> dict | None:
     """Pretrain an MLM encoder per variant (and seed) on `pretrain_data`, fine-tune it on every task of `tasks`
     (names of `SUITE`); write report.md and results.json into `out`; return the results.
 
@@ -317,16 +323,17 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
     comparison folder of the same pretraining whose finished runs stand in (module docstring). Tasks are scored on
     test when `finetune` sets ``eval_test``, else on validation. `finetune_examples` caps each task's training
     examples (None = all). `only`: run just these variants (cells kept), write no report, return None (the suite
-    split over machines). Unknown variants, tasks or sources not installed fail before any training."""
+    split over machines). `interim`: train nothing; write interim.md and interim.json from the variants whose runs
+    have all finished (the others in "pending"). Unknown variants, tasks or sources not installed fail first."""
     names, tasks, only = _check(variants, tasks, seeds, only)
+    if only is not None and interim:
+        raise ConfigError("interim reports the finished variants and trains none: drop `only`")
     _check_installed([pretrain_data] + [SUITE[t].data for t in tasks])
     out, model = Path(out), dict(model or {})
     pooling = model.pop("pooling", None)
     base = {**COMMON, "preset": preset, "device": device, "threads": threads}
     pre_cfg = _stage(base, PRETRAIN, pretrain_steps, {"data": pretrain_data, **(pretrain or {})})
     fine_base = _stage(base, FINETUNE, finetune_steps, {"max_examples": finetune_examples, **(finetune or {})})
-    seed_values = seed_list(seed, seeds)
-    t0 = time.time()
     cache: dict = {}  # shared across variants: one pretraining tokenizer, one encoding per task and seed
 
     def pre_data():
@@ -334,52 +341,101 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
             cache["pretrain"] = prepare(pre_cfg, model, log=log)
         return cache["pretrain"]
 
-    base_plus = _base_plus(out, names, pre_cfg, model, pre_data, log) if BASE_PLUS in names else None
-    floors = _read_json(out / FLOOR_FILE)
-    rows = []
-    for i, name in ((i, n) for i, n in enumerate(names) if only is None or n in only):
-        overrides = {**model, "attention": _attention(name), **({"ffn_dim": base_plus["ffn_dim"]} if
-                                                                name == BASE_PLUS else {})}
-        theirs = Path(reuse) if reuse is not None and name != BASE_PLUS else None  # Base+ has no counterpart
-        if tune:
-            root = out if name == _attention(name) else out / _folder(name)  # T5 Base+: its own V candidates
-            tuned, scores = sweep(_attention(name), pre_cfg, overrides, root, tune, lambda c, o, tag: _pretrain(
-                c, o, pre_data, tag, log, out, theirs and theirs / Path(c.out).relative_to(root), theirs,
-                weights=False)[1], log)
-        else:
-            tuned, scores = untuned(pre_cfg), []
-        per_seed = []
-        for s in seed_values:
-            tag = f"[{i + 1}/{len(names)}] {name}" + (f" seed {s}" if seeds > 1 else "")
-            weights = not all(_settled(_fine_run(out, t, name, s, seeds), out) and f"{t}/{s}" in floors for t in tasks)
-            pre_run, pre = _pretrain(
-                dataclasses.replace(pre_cfg, **tuned, out=str(run_folder(out / "pretrain", _folder(name), s, seeds)),
-                                    seed=s), overrides, pre_data, f"{tag} pretrain", log, out,
-                theirs and run_folder(theirs, name, s, seeds), theirs, weights)
-            accuracies, ses, chance, runs = _finetune_tasks(fine_base, tasks, s, seeds, pre_run, pre, name,
-                                                            pooling, cache, floors, out, tag, log)
-            metrics = summarize(accuracies, tasks, ses)
-            if all(chance.get(t) is not None for t in tasks):  # the majority-class baseline of the mean
-                metrics["chance_accuracy"] = _mean([chance[t] for t in tasks])
-            per_seed.append({"seed": s, "metrics": metrics, "pretrain": {
-                "run": str(pre_run), "loss": pre["valid"]["loss"], "ppl": pre["valid"].get("ppl"),
-                "tokens_per_s": pre["tokens_per_s"], "params": pre["params"]}, "runs": runs,
-                "tokens_per_s": pre["tokens_per_s"]})
-            log(f"{tag}: " + ", ".join(f"{t} {accuracies[t]:.1f}" for t in tasks)
-                + f"; mean {metrics['accuracy']:.2f} ({time.time() - t0:.0f}s so far)")
-        rows.append({**_row(name, per_seed), "tuned": tuned, "sweep": scores,
-                     **({"base_plus": base_plus} if name == BASE_PLUS else {})})
+    suite = _Suite(names, tasks, seeds, seed_list(seed, seeds), out, model, pooling, pre_cfg, fine_base, tune,
+                   None if reuse is None else Path(reuse), None, _read_json(out / FLOOR_FILE), cache, pre_data, log,
+                   time.time())
+    suite.base_plus = _base_plus(out, names, pre_cfg, model, pre_data, log) if BASE_PLUS in names else None
+    rows, pending = [], []
+    token = _INTERIM.set(interim)
+    try:
+        for i, name in ((i, n) for i, n in enumerate(names) if only is None or n in only):
+            try:
+                rows.append(_variant_row(suite, i, name))
+            except _Unfinished as e:  # interim only: this variant waits
+                pending.append(name)
+                log(f"{name}: not finished ({e}), left out of the interim report")
+    finally:
+        _INTERIM.reset(token)
     if only is not None:
         log(f"ran {', '.join(only)} in {out}: their cells are kept; the suite without `only` writes the report")
         return None
     split = score_split(fine_base)
-    results = {"kind": KIND, "variants": rows, "floor": floor_row(floors, tasks, seed_values, split),
-               "tasks": {t: dataclasses.asdict(SUITE[t]) for t in tasks}, "seeds": seed_values,
-               "tuning": tune.to_dict() if tune else None, "base_plus": base_plus, "paper_label": LABEL,
+    results = {"kind": KIND, "variants": rows, "floor": floor_row(suite.floors, tasks, suite.seed_values, split),
+               "tasks": {t: dataclasses.asdict(SUITE[t]) for t in tasks}, "seeds": suite.seed_values,
+               "tuning": tune.to_dict() if tune else None, "base_plus": suite.base_plus, "paper_label": LABEL,
                "settings": {"pretrain": pre_cfg.to_dict(), "finetune": fine_base.to_dict(), "model": model,
                             "pooling": pooling, "split": split},
-               "wall_s": max(time.time() - t0, cells_wall_s(out)), "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+               "wall_s": max(time.time() - suite.t0, cells_wall_s(out)),
+               "created": time.strftime("%Y-%m-%d %H:%M:%S"), **({"pending": pending} if interim else {})}
     return _judge_and_write(results, out, log)
+
+
+_INTERIM: contextvars.ContextVar[bool] = contextvars.ContextVar("finetune_interim", default=False)
+
+
+class _Unfinished(Exception):
+    """A run an interim report needs has not finished (`pretrain_finetune(interim=True)` trains nothing)."""
+
+
+@dataclass
+class _Suite:
+    """What every variant of one `pretrain_finetune` call shares."""
+    names: list[str]
+    tasks: list[str]
+    seeds: int
+    seed_values: list[int]
+    out: Path
+    model: dict  # ModelConfig overrides of both stages, without pooling
+    pooling: str | None
+    pre_cfg: TrainConfig
+    fine_base: TrainConfig
+    tune: TuneConfig | None
+    reuse: Path | None
+    base_plus: dict | None
+    floors: dict  # floor.json: {"task/seed": majority-class floor}
+    cache: dict
+    pre_data: Callable
+    log: Callable
+    t0: float
+
+
+def _variant_row(suite: _Suite, i: int, name: str) -> dict:
+    """One variant's row: its pretraining sweep (shared with `reuse`), then per seed its pretraining and every
+    task fine-tuned from it."""
+    out, log = suite.out, suite.log
+    overrides = {**suite.model, "attention": _attention(name),
+                 **({"ffn_dim": suite.base_plus["ffn_dim"]} if name == BASE_PLUS else {})}
+    theirs = suite.reuse if name != BASE_PLUS else None  # Base+ has no counterpart
+    if suite.tune:
+        root = out if name == _attention(name) else out / _folder(name)  # T5 Base+: its own V candidates
+        tuned, scores = sweep(_attention(name), suite.pre_cfg, overrides, root, suite.tune, lambda c, o, tag: _pretrain(
+            c, o, suite.pre_data, tag, log, out, theirs and theirs / Path(c.out).relative_to(root), theirs,
+            weights=False)[1], log)
+    else:
+        tuned, scores = untuned(suite.pre_cfg), []
+    per_seed = []
+    for s in suite.seed_values:
+        tag = f"[{i + 1}/{len(suite.names)}] {name}" + (f" seed {s}" if suite.seeds > 1 else "")
+        weights = not all(_settled(_fine_run(out, t, name, s, suite.seeds), out) and f"{t}/{s}" in suite.floors
+                          for t in suite.tasks)
+        pre_run, pre = _pretrain(
+            dataclasses.replace(suite.pre_cfg, **tuned, seed=s,
+                                out=str(run_folder(out / "pretrain", _folder(name), s, suite.seeds))),
+            overrides, suite.pre_data, f"{tag} pretrain", log, out,
+            theirs and run_folder(theirs, name, s, suite.seeds), theirs, weights)
+        accuracies, ses, chance, runs = _finetune_tasks(suite.fine_base, suite.tasks, s, suite.seeds, pre_run, pre,
+                                                        name, suite.pooling, suite.cache, suite.floors, out, tag, log)
+        metrics = summarize(accuracies, suite.tasks, ses)
+        if all(chance.get(t) is not None for t in suite.tasks):  # the majority-class baseline of the mean
+            metrics["chance_accuracy"] = _mean([chance[t] for t in suite.tasks])
+        per_seed.append({"seed": s, "metrics": metrics, "pretrain": {
+            "run": str(pre_run), "loss": pre["valid"]["loss"], "ppl": pre["valid"].get("ppl"),
+            "tokens_per_s": pre["tokens_per_s"], "params": pre["params"]}, "runs": runs,
+            "tokens_per_s": pre["tokens_per_s"]})
+        log(f"{tag}: " + ", ".join(f"{t} {accuracies[t]:.1f}" for t in suite.tasks)
+            + f"; mean {metrics['accuracy']:.2f} ({time.time() - suite.t0:.0f}s so far)")
+    return {**_row(name, per_seed), "tuned": tuned, "sweep": scores, "model": pre["model"],  # the encoder's shape
+            **({"base_plus": suite.base_plus} if name == BASE_PLUS else {})}
 
 
 def _stage(base: dict, defaults: dict, steps: int, overrides: dict) -> TrainConfig:
@@ -389,14 +445,23 @@ def _stage(base: dict, defaults: dict, steps: int, overrides: dict) -> TrainConf
 
 
 def _judge_and_write(results: dict, out: Path, log) -> dict:
-    """The findings of Tables 5-6 on `results`, then report.md and results.json (last: marks the suite complete)."""
+    """The findings of Tables 5-6 on `results`, then report.md and results.json (last: marks the suite complete);
+    an interim report (results["pending"]: claims naming a pending variant are left out) is interim.md and
+    interim.json alone."""
     results["findings"] = evaluate_claims(with_floor(results), KIND, select_claims(["Table 5", "Table 6"]))
+    pending = results.get("pending")
+    if pending is not None and not results["variants"]:
+        raise ConfigError(f"interim: no variant of the suite in {out} has finished yet (pending: {pending})")
     text = report_markdown(results)
+    if pending is not None:
+        text = (f"> **Interim report** ({results['created']}): {len(results['variants'])} variants finished; "
+                f"pending: {', '.join(pending) or 'none'}. Claims naming a pending variant are left out.\n\n" + text)
+    report, data = ("interim.md", INTERIM) if pending is not None else ("report.md", "results.json")
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "report.md", text)
-    atomic_write_json(out / "results.json", results)
+    atomic_write_text(out / report, text)
+    atomic_write_json(out / data, results)
     log(text)
-    log(f"wrote {out / 'report.md'}, {out / 'results.json'} ({results['wall_s']:.0f}s)")
+    log(f"wrote {out / report}, {out / data} ({results['wall_s']:.0f}s)")
     return results
 
 
@@ -470,7 +535,8 @@ def report_markdown(results: dict) -> str:
     lines = [f"# Pretrain, then fine-tune (paper Tables 5-6): task kind {KIND}", "",
              f"MLM pretraining on `{pre['data']}` ({pre['steps']} steps x {pre['batch_size']} blocks{blocks}), "
              f"then {fine['steps']} fine-tuning steps per task (at most {fine['max_examples'] or 'all'} training "
-             f"examples), preset {pre['preset']}, seeds {results['seeds']}. Scores: {scored}.",
+             f"examples), {shape_text(rows[0]['model']) if rows and rows[0].get('model') else 'preset ' + pre['preset']}"
+             f", seeds {results['seeds']}. Scores: {scored}.",
              "", "Tasks: " + "; ".join(f"**{t}** ({'pair' if results['tasks'][t]['pair'] else 'single'}: "
                                        f"{results['tasks'][t]['stands_for']})" for t in tasks), "",
              table_markdown(with_floor(results), "classify", kind=KIND), ""]

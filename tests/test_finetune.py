@@ -293,8 +293,9 @@ def test_suite_finishes_from_its_cells_and_pretrains_only_a_seed_with_unfinished
 
 
 def test_suite_split_with_only_runs_each_share_and_the_whole_suite_trains_nothing_more(tmp_path):
-    """`only` (reproduce table5 --only): each share trains just its variants' cells and writes no report;
-    the suite without it then reads every cell, trains nothing, and writes the report of all variants."""
+    """`only` (reproduce table5 --only): each share trains just its variants' cells and writes no report; an
+    interim report (reproduce table5 --interim) then judges the finished variant alone, training and writing no
+    run; the suite without `only` reads every cell, trains nothing, and writes the report of all variants."""
     out = tmp_path / "s"
     kw = dict(pretrain_steps=2, finetune_steps=1, finetune_examples=40, threads=1, device="cpu",
               pretrain={"max_examples": 40, "seq_len": 16, "batch_size": 4, "vocab_size": 300},
@@ -306,6 +307,14 @@ def test_suite_split_with_only_runs_each_share_and_the_whole_suite_trains_nothin
         assert pretrain_finetune(["V", "R"], ["sentiment"], out, only=["r"], **kw, log=logs.append) is None
         assert {f.stem for f in (out / "cells" / "finetune" / "sentiment").glob("*.json")} == {"R"}
         assert not (out / "report.md").exists() and not any(" V" in line for line in logs if line.startswith("run "))
+        cells = sorted(p.stat().st_mtime_ns for p in (out / "cells").rglob("*.json"))
+        logs.clear()
+        interim = pretrain_finetune(["V", "R"], ["sentiment"], out, interim=True, **kw, log=logs.append)
+        assert [r["variant"] for r in interim["variants"]] == ["R"] and interim["pending"] == ["V"]
+        assert (out / "interim.md").is_file() and (out / "interim.json").is_file()
+        assert not (out / "report.md").exists() and not (out / "results.json").exists()
+        assert not any(line.startswith("run ") for line in logs), logs
+        assert sorted(p.stat().st_mtime_ns for p in (out / "cells").rglob("*.json")) == cells  # nothing written
         pretrain_finetune(["V", "R"], ["sentiment"], out, only=["V"], **kw, log=quiet)
         logs.clear()
         results = pretrain_finetune(["V", "R"], ["sentiment"], out, **kw, log=logs.append)
@@ -313,6 +322,8 @@ def test_suite_split_with_only_runs_each_share_and_the_whole_suite_trains_nothin
     assert not any(line.startswith("run ") for line in logs), logs
     with pytest.raises(ConfigError, match="not among the suite's variants"):
         pretrain_finetune(["V", "R"], ["sentiment"], out, only=["D"], **kw, log=quiet)
+    with pytest.raises(ConfigError, match="no variant of the suite .* has finished"):
+        pretrain_finetune(["V", "R"], ["sentiment"], tmp_path / "new", interim=True, **kw, log=quiet)
 
 
 def test_suite_scores_the_test_split_when_fine_tuning_evaluates_it(tmp_path):

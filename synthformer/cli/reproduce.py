@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--interim", action="store_true",
                    help="train nothing: in every grid of --out that has started, write interim.md from the variants "
                         "whose sweep and seeds have all finished (claims naming an unfinished one are left out); "
-                        "safe beside the run that is filling the folder")
+                        "safe beside the run that is filling the folder (table5: its suite, with the same --reuse)")
     p.add_argument("--publish", metavar="DIR", default=None,
                    help="after the run (reused when finished), copy its reports, results and figures (no weights) "
                         "to DIR/NAME and rewrite DIR/README.md")

@@ -129,7 +129,7 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
     if reuse is not None:
         check_reuse(module, Path(reuse), budget)
     if interim:
-        _check_interim(module, name, out)
+        _check_interim(out)
     grids, only = only_grids(module, name, budget, out, only) if only is not None else ([], None)
     if hasattr(module, "check"):
         module.check()  # e.g. table5: the fine-tuning pipeline is installed
@@ -155,19 +155,20 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
     return results
 
 
-def _check_interim(module, name: str, out: Path) -> None:
-    """`reproduce --interim` needs a name with grids and a reproduction already started in `out` (so that
-    `open_folder` only checks its name, budget and seeds, and writes nothing)."""
-    if not hasattr(module, "grids"):
-        raise ReproduceError(f"--interim: {name} has no grids of cells (its runs are one suite)")
+def _check_interim(out: Path) -> None:
+    """`reproduce --interim` needs a reproduction already started in `out` (so that `open_folder` only checks its
+    name, budget and seeds, and writes nothing)."""
     if not (out / MANIFEST).exists():
         raise ReproduceError(f"--interim: {out} holds no reproduction yet (no {MANIFEST}); start it first")
 
 
 def _run_interim(ctx: Context, module) -> None:
-    """An interim.md in every grid of ``ctx.out`` that has started (read only, no lock)."""
+    """An interim.md in every grid of ``ctx.out`` that has started, or in table5's suite (read only, no lock)."""
     from ..compare import SETTINGS
 
+    if not hasattr(module, "grids"):
+        module.run(ctx)  # a suite that keeps cells (table5) honours ctx.interim
+        return
     grids = _grids(module, ctx.budget, ctx.out)
     started = [g for g in grids if (ctx.out / g.key / SETTINGS).exists()]
     if not started:

@@ -120,12 +120,13 @@ def call(ctx) -> dict:
         kw["threads"] = 1
     # the same pretraining lr sweep for every variant (synthformer.tuning) at cpu and gpu; none at smoke
     table4_grid = None if ctx.reuse is None else ctx.reuse / table4_grids(ctx.budget)[0].key  # --reuse: its MLM grid
-    return fn(names, TASKS, folder, seeds=seeds, tune=sweep, reuse=table4_grid, only=ctx.only, log=ctx.log, **kw)
+    return fn(names, TASKS, folder, seeds=seeds, tune=sweep, reuse=table4_grid, only=ctx.only,
+              interim=ctx.interim, log=ctx.log, **kw)
 
 
 def run(ctx):
     results = call(ctx)
-    return ([section(results)] if results else []), []  # none with --only: its variants' cells only
+    return ([section(results)] if results and not ctx.interim else []), []  # --only, --interim: no report
 
 
 def sst2_findings(results: dict) -> list:
