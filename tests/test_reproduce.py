@@ -471,3 +471,14 @@ def test_index_shows_a_claim_from_its_own_names_grid_before_a_newer_other():
     assert _pick(candidates, "table4") is candidates[0]
     assert _pick(candidates, "table5") is candidates[1]
     assert _pick([], "table4") is None
+
+
+def test_floors_text_sets_a_suites_mean_accuracy_beside_its_floor():
+    """table5's suite (kind finetune) is read on its mean accuracy, like a classification grid on its accuracy."""
+    from synthformer.reproduce.index import floors_text
+
+    section = {"key": "finetune", "floor": {"name": "majority class", "metrics": {"accuracy": 37.2}},
+               "rows": [{"variant": "R", "metrics": {"accuracy": 50.0}}, {"variant": "V", "metrics": {"accuracy": 61.0}}]}
+    assert floors_text({"sections": [{**section, "task": "finetune"}]}) == \
+        "finetune: accuracy 61 vs 37.2 (majority class)"
+    assert floors_text({"sections": [{**section, "task": "other"}]}) == "—"

@@ -50,9 +50,9 @@ def floors_text(report: dict) -> str:
     for section in report.get("sections", []):
         floor, task = section.get("floor"), section.get("task")
         v = next((r for r in section.get("rows") or [] if r.get("variant") == "V"), None)
-        if not floor or task not in METRIC_COLUMNS or v is None:
+        key = "accuracy" if task == "finetune" else METRIC_COLUMNS[task][0][1] if task in METRIC_COLUMNS else None
+        if not floor or key is None or v is None:  # finetune: the mean accuracy over the suite's tasks
             continue
-        key = METRIC_COLUMNS[task][0][1]
         mine, theirs = (v.get("metrics") or {}).get(key), (floor.get("metrics") or {}).get(key)
         if isinstance(mine, (int, float)) and isinstance(theirs, (int, float)):
             parts.append(f"{section.get('key')}: {key} {mine:.4g} vs {theirs:.4g} ({floor.get('name', 'floor')})")
@@ -88,7 +88,8 @@ def grid_folders(folder: Path, reports: dict) -> list[str]:
         if g in running:
             r = running[g]
             counts = status_counts(r.get("findings") or []) or "no claim judged yet"
-            floor = floors_text({"sections": [{"key": g.name, "task": r.get("task"), "floor": r.get("floor"),
+            task = r.get("task") or r.get("kind")  # table5's suite: its kind, finetune
+            floor = floors_text({"sections": [{"key": g.name, "task": task, "floor": r.get("floor"),
                                                "rows": r.get("variants")}]})
             return (f" ([interim]({folder.name}/{g.parent.name}/{g.name}/interim.md): {counts}"
                     + (f"; {floor}" if floor != "—" else "") + ")")
