@@ -3,8 +3,9 @@
 # learned full logits beside a dot product equals the literal equations in value and gradient, and every
 # variant, mixture and baseline trains a step in fp32 and bf16 autocast, checked against the literal path;
 # (2) a small R+V language model trains under bf16 on the GPU, beyond one causal block, and generates;
-# (3) benchmarks/gpu_routes.py -- R, Fix and FR train steps through today's path and through shared_softmax
-# (the route to choose on a GPU); (4) every layer ratio (fp32 and bf16), the small-LM step and decoding, with
+# (3) benchmarks/gpu_routes.py -- R, Fix and FR train steps through today's path (shared_softmax on CUDA since
+# session 12) and the CPU's paths forced; R+V, FD+V and FD through today's path (literal up to 2^26 logits) and
+# flex / blocked / literal forced; every route checked to agree; (4) every layer ratio (fp32 and bf16), the small-LM step and decoding, with
 # the targets table. Run from the repository root (PYTHONPATH=. or an install); commit $OUT's files and the
 # table with the GPU's name. Each part has a time limit: a part cut short keeps what it wrote, and the script
 # still ends in time. DEVICE=cpu runs the same parts on the CPU (smaller) to try the script before a GPU is lent.
