@@ -39,7 +39,8 @@ if timeout 90 $PY -m synthformer train --task lm --data "$work/text.txt" --atten
 then echo "train + generate ok"; else status=1; echo "train/generate FAILED or cut"; fi; }
 
 stamp "3. routes of shared logits"
-[[ $PARTS == *3* ]] && { timeout 150 $PY benchmarks/gpu_routes.py --device "$DEVICE" --repeats 10 --mixtures R+V,FD+V,FD \
+[[ $PARTS == *3* ]] && { timeout 150 $PY benchmarks/gpu_routes.py --device "$DEVICE" --mixtures R+V,FD+V,FD \
+  $([ "$DEVICE" = cpu ] && echo --repeats 1 --tokens 1024 || echo --repeats 10) \
   | tee "$OUT/routes-$DEVICE.md" || { status=1; echo "routes FAILED or cut"; }; }
 
 stamp "4. bench"
