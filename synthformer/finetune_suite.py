@@ -341,10 +341,11 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
             cache["pretrain"] = prepare(pre_cfg, model, log=log)
         return cache["pretrain"]
 
-    suite = _Suite(names, tasks, seeds, seed_list(seed, seeds), out, model, pooling, pre_cfg, fine_base, tune,
-                   None if reuse is None else Path(reuse), None, _read_json(out / FLOOR_FILE), cache, pre_data, log,
-                   time.time())
-    suite.base_plus = _base_plus(out, names, pre_cfg, model, pre_data, log) if BASE_PLUS in names else None
+    base_plus = _base_plus(out, names, pre_cfg, model, pre_data, log) if BASE_PLUS in names else None
+    suite = _Suite(names=names, tasks=tasks, seeds=seeds, seed_values=seed_list(seed, seeds), out=out, model=model,
+                   pooling=pooling, pre_cfg=pre_cfg, fine_base=fine_base, tune=tune, base_plus=base_plus,
+                   reuse=None if reuse is None else Path(reuse), floors=_read_json(out / FLOOR_FILE), cache=cache,
+                   pre_data=pre_data, log=log, t0=time.time())
     rows, pending = [], []
     token = _INTERIM.set(interim)
     try:
