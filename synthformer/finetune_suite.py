@@ -452,7 +452,8 @@ def _judge_and_write(results: dict, out: Path, log) -> dict:
     results["findings"] = evaluate_claims(with_floor(results), KIND, select_claims(["Table 5", "Table 6"]))
     pending = results.get("pending")
     if pending is not None and not results["variants"]:
-        raise ConfigError(f"interim: no variant of the suite in {out} has finished yet (pending: {pending})")
+        raise ConfigError(f"interim: no variant of the suite in {out} has finished yet (pending: {pending}); a suite "
+                          "that reuses another folder's runs needs the same reuse (`--reuse`)")
     text = report_markdown(results)
     if pending is not None:
         text = (f"> **Interim report** ({results['created']}): {len(results['variants'])} variants finished; "
