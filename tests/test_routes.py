@@ -135,8 +135,8 @@ def test_route_of_every_spec_in_every_mode(spec, spy, monkeypatch):
 def test_cuda_routes_learned_bias_to_literal_or_flex_and_shared_logits_to_one_softmax(spec, device, spy, monkeypatch):
     """On CUDA, learned full logits beside a dot product take the literal path while the batch's logits are few,
     else FlexAttention (its score_mod differentiates a captured bias; PyTorch's CPU kernels do not, so elsewhere
-    they stay on the blocked kernel). Logits shared by the batch
-    take the one shared softmax on CUDA (the blocked kernels' loops are launch-bound there)."""
+    they stay on the blocked kernel). Logits shared by the batch take the one shared softmax on CUDA (the blocked
+    kernels' loops are launch-bound there)."""
     _, routes = spy
     call(spec, "train", monkeypatch)
     route = dataclasses.replace(routes[0], device=device)
