@@ -342,7 +342,7 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
         return cache["pretrain"]
 
     base_plus = _base_plus(out, names, pre_cfg, model, pre_data, log) if BASE_PLUS in names else None
-    suite = _Suite(names=names, tasks=tasks, seeds=seeds, seed_values=seed_list(seed, seeds), out=out, model=model,
+    suite = _Suite(names=names, tasks=tasks, seed_values=seed_list(seed, seeds), out=out, model=model,
                    pooling=pooling, pre_cfg=pre_cfg, fine_base=fine_base, tune=tune, base_plus=base_plus,
                    reuse=None if reuse is None else Path(reuse), floors=_read_json(out / FLOOR_FILE), cache=cache,
                    pre_data=pre_data, log=log, t0=time.time())
@@ -383,7 +383,6 @@ class _Suite:
     """What every variant of one `pretrain_finetune` call shares."""
     names: list[str]
     tasks: list[str]
-    seeds: int
     seed_values: list[int]
     out: Path
     model: dict  # ModelConfig overrides of both stages, without pooling
@@ -398,6 +397,10 @@ class _Suite:
     pre_data: Callable
     log: Callable
     t0: float
+
+    @property
+    def seeds(self) -> int:
+        return len(self.seed_values)
 
 
 def _variant_row(suite: _Suite, i: int, name: str) -> dict:

@@ -143,7 +143,7 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
     if only is not None:  # just these variants' cells, no report (a grid split over machines)
         for grid in grids:
             ctx.run_grid(grid)
-        if not grids:
+        if not hasattr(module, "grids"):
             module.run(ctx)  # a suite that keeps cells (table5) honours ctx.only
         log(f"trained the cells of {', '.join(only)} in {out}; `synthformer reproduce {name} --budget {budget} "
             f"--out {out}` writes the report once every variant's cells are there")
