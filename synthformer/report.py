@@ -138,7 +138,8 @@ def tuning_markdown(rows: list[dict], protocol: dict | None) -> str:
     tables = "/".join(f"{m:g}" for m in protocol["table_lr_mults"])
     lines = [f"Tuning (the same sweep for every variant, chosen by validation {protocol.get('metric', 'loss')}; "
              f"`synthformer.tuning`): lr x{mults} of the base, table multiplier {tables} where a variant has "
-             f"position tables, {protocol['fraction']:g} of the steps per candidate.", "",
+             f"position tables, {protocol['fraction']:g} of the steps per candidate"
+             f"{_beyond_edges(protocol.get('edge_steps', 0))}.", "",
              "| model | lr | warm-up | table lr x | candidates (lr, warm-up, table x: validation) |",
              "|---|---|---|---|---|"]
     for r in rows:
@@ -155,6 +156,14 @@ def tuning_markdown(rows: list[dict], protocol: dict | None) -> str:
     if edge:
         lines += ["", f"Chosen at an edge of the lr grid, so the best lr may lie beyond it: {', '.join(edge)}."]
     return "\n".join(lines)
+
+
+def _beyond_edges(steps: int) -> str:
+    """How the protocol (`TuneConfig.edge_steps`) extends a choice at an edge of the lr grid."""
+    if not steps:
+        return ""
+    return (f"; a choice at the largest (smallest) lr gets a candidate at twice (half) it, while the new one wins, "
+            f"at most {steps}")
 
 
 def findings(rows: list[dict], kind: str, claims=None, gated: dict | None = None) -> list[dict]:

@@ -15,12 +15,16 @@ the baselines got no tuning at all). The protocol, used by `synthformer compare 
    ``min_steps``) from the comparison's first seed, with the budget's schedule over those steps, and
    is scored by its loss on the validation split (final evaluation; every task reports a loss; no
    decoding). The lowest loss wins; a tie goes to the earlier candidate (the smaller lr).
-3. Every seed of the variant then trains the full budget with the chosen values. They are stored in
+3. A winner at an edge of the lr grid (its largest or smallest lr) may not be the best: one candidate
+   beyond that edge is trained (twice the largest lr, or half the smallest, with the winner's warm-up
+   and table multiplier), and again while the new one wins, at most ``edge_steps`` times (default 2).
+   So every variant's choice is inside the lrs it was tried at, or the report says it is not.
+4. Every seed of the variant then trains the full budget with the chosen values. They are stored in
    the result row (``"tuned"``) with every candidate's score (``"sweep"``) and printed in the reports.
 
 Cost with the defaults: a variant with position tables trains 8 candidates x 1/4 of the budget (two
-budgets' steps), one without 4 x 1/4 (one budget), beside its seeds' full runs (3 by default): about
-1.3-1.7x the time of the untuned seeds. Sized for the tiny CPU models of `reproduce --budget cpu`
+budgets' steps), one without 4 x 1/4 (one budget), plus one or two candidates where the choice lands on
+an edge, beside its seeds' full runs (3 by default): about 1.3-1.8x the time of the untuned seeds. Sized for the tiny CPU models of `reproduce --budget cpu`
 (a quarter of 800-2,000 steps is enough to tell a diverging or crawling lr from a working one).
 
 The sweep selects on the validation split. A comparison with ``eval_test`` (every `reproduce` grid at
@@ -52,6 +56,7 @@ class TuneConfig:
     fraction: float = 0.25  # steps of a candidate run, as a fraction of the budget's steps
     min_steps: int = 1  # ... and at least this many
     metric: str = "loss"  # validation metric chosen on (lower is better)
+    edge_steps: int = 2  # candidates added beyond an edge of the lr grid while the edge wins (0 = none)
 
     def __post_init__(self):
         for name in ("lr_mults", "table_lr_mults"):
@@ -63,6 +68,8 @@ class TuneConfig:
             raise ConfigError(f"tune warmups={self.warmups!r} is invalid: must be a non-empty list of integers >= 0")
         if not 0 < self.fraction <= 1:
             raise ConfigError(f"tune fraction={self.fraction!r} is invalid: must be in (0, 1]")
+        if not isinstance(self.edge_steps, int) or self.edge_steps < 0:
+            raise ConfigError(f"tune edge_steps={self.edge_steps!r} is invalid: must be an integer >= 0")
         if self.min_steps < 1:
             raise ConfigError(f"tune min_steps={self.min_steps!r} is invalid: must be >= 1")
 
@@ -103,21 +110,41 @@ def sweep(variant: str, base, model_overrides: dict, out: Path, tune: TuneConfig
     found = candidates(tune, base, tables)
     steps = tune.steps(base.steps)
     scores = []
-    for i, values in enumerate(found):
+
+    def run(values: dict, label: str) -> None:
         run = out / TUNE_DIR / variant / candidate_name(values)
         cfg = dataclasses.replace(base, **{**values, "warmup_steps": min(values["warmup_steps"], steps)}, steps=steps,
                                   out=str(run), eval_every=0, checkpoint_every=0, decode_examples=0, eval_test=False)
-        result = train_cell(cfg, {**model_overrides, "attention": variant},
-                            f"tune {variant} [{i + 1}/{len(found)}] {candidate_name(values)}")
+        result = train_cell(cfg, {**model_overrides, "attention": variant}, f"tune {variant} [{label}] "
+                            f"{candidate_name(values)}")
         valid = (result.get("valid") or {}).get(tune.metric)
         if valid is None:
             raise ConfigError(f"tuning {variant}: the validation metric {tune.metric!r} is missing from {run}")
         scores.append({**values, "metric": tune.metric, "valid": float(valid), "steps": steps, "run": str(run)})
+
+    for i, values in enumerate(found):
+        run(values, f"{i + 1}/{len(found)}")
+    for k in range(tune.edge_steps):
+        values = beyond_edge(scores)
+        if values is None:
+            break
+        run(values, f"beyond the edge {k + 1}/{tune.edge_steps}")
     best = best_index([c["valid"] for c in scores])
-    chosen = {k: found[best][k] for k in TUNED_KEYS}
+    chosen = {k: scores[best][k] for k in TUNED_KEYS}
     log(f"tune {variant}: chose {candidate_name(chosen)} (validation {tune.metric} {scores[best]['valid']:.4f} "
         f"of {len(scores)} candidates at {steps} steps)")
     return chosen, scores
+
+
+def beyond_edge(scores: list[dict]) -> dict | None:
+    """The next candidate when the best of `scores` has the largest lr tried (twice it) or the smallest (half
+    it), with the best's warm-up and table multiplier; None when the best lies inside (or only one lr was tried)."""
+    best = scores[best_index([c["valid"] for c in scores])]
+    lrs = sorted({c["lr"] for c in scores})
+    if len(lrs) < 2 or lrs[0] < best["lr"] < lrs[-1]:
+        return None
+    return {"lr": best["lr"] * (2.0 if best["lr"] == lrs[-1] else 0.5),
+            **{k: best[k] for k in TUNED_KEYS if k != "lr"}}
 
 
 def best_index(losses: list[float]) -> int:

@@ -22,7 +22,7 @@ def test_a_tiny_sweep_through_compare_chooses_the_argmin_of_validation(dialogue,
     back from the candidates' own run folders, and every seed trains with them."""
     cfg = tmp_path / "c.yaml"
     cfg.write_text("eval_every: 0\ncompare:\n  seeds: 1\n  variants: [V, R]\n"
-                   "  tune: {lr_mults: [1, 8], table_lr_mults: [1, 10], fraction: 1.0}\n")
+                   "  tune: {lr_mults: [1, 8], table_lr_mults: [1, 10], fraction: 1.0, edge_steps: 0}\n")
     out = tmp_path / "cmp"
     code, stdout, err = compare_main("--config", cfg, "--data", dialogue, "--out", out, *TINY)
     assert code == 0, err
@@ -53,7 +53,46 @@ def test_a_tiny_sweep_through_compare_chooses_the_argmin_of_validation(dialogue,
     code, stdout, err = compare_main("--config", cfg, "--data", dialogue, "--out", out, *TINY)
     assert code == 0 and stdout.count("finished earlier") == 2 + 4 + 2, stdout
     code, _, err = compare_main("--config", cfg, "--data", dialogue, "--out", out, *TINY, "--tune")
-    assert code == 2 and "was run with other settings: tune.fraction 1.0 (now 0.25)" in err
+    assert code == 2 and "was run with other settings: tune.edge_steps 0 (now 2), tune.fraction 1.0 (now 0.25)" in err
+
+
+def test_a_choice_at_an_edge_of_the_lr_grid_is_followed_beyond_it(tmp_path):
+    """`sweep` with a scoring callback in place of training (the selection logic alone; the real runs are
+    tested above): the grid's best at its largest lr gets candidates at 2x, 4x while each new one wins, at most
+    `edge_steps`; at its smallest, half; a best inside the grid adds nothing. The extra candidates keep the
+    winner's warm-up and table multiplier, are named like the grid's, and the choice is their argmin."""
+    from synthformer.tuning import beyond_edge, candidate_name, sweep
+
+    base = TrainConfig(lr=1e-3, warmup_steps=10, steps=40, table_lr_mult=10.0)
+
+    def run(best_lr, edge_steps=2):
+        trained = []
+
+        def train_cell(cfg, overrides, tag):
+            trained.append((cfg.lr, cfg.table_lr_mult, cfg.warmup_steps, Path(cfg.out).name))
+            return {"valid": {"loss": abs(cfg.lr / best_lr - 1) + (0.5 if cfg.table_lr_mult == 1 else 0)}}
+
+        chosen, scores = sweep("R", base, {}, tmp_path, TuneConfig(edge_steps=edge_steps), train_cell,
+                               log=lambda m: None)
+        assert [s["lr"] for s in scores] == [t[0] for t in trained]
+        assert all(name == candidate_name({"lr": lr, "warmup_steps": w, "table_lr_mult": t})
+                   for lr, t, w, name in trained)
+        return chosen, trained
+
+    grid = [(lr, t) for lr in (5e-4, 1e-3, 2e-3, 4e-3) for t in (1.0, 10.0)]
+    chosen, trained = run(2e-3)  # inside the grid: nothing added
+    assert [t[:2] for t in trained] == grid and chosen["lr"] == 2e-3
+    chosen, trained = run(8e-3)  # one step beyond wins, the next (1.6e-2) loses
+    assert [t[:2] for t in trained] == grid + [(8e-3, 10.0), (1.6e-2, 10.0)] and chosen["lr"] == 8e-3
+    chosen, trained = run(1.0)  # still winning after edge_steps: stops there
+    assert [t[0] for t in trained[8:]] == [8e-3, 1.6e-2] and chosen == {"lr": 1.6e-2, "warmup_steps": 10,
+                                                                        "table_lr_mult": 10.0}
+    chosen, trained = run(1e-4)  # the smallest edge: halves
+    assert [t[0] for t in trained[8:]] == [2.5e-4, 1.25e-4] and chosen["lr"] == 1.25e-4
+    assert all(t[1:3] == (10.0, 10) for t in trained[8:])
+    chosen, trained = run(8e-3, edge_steps=0)
+    assert len(trained) == 8 and chosen["lr"] == 4e-3
+    assert beyond_edge([{"lr": 1e-3, "warmup_steps": 10, "table_lr_mult": 1.0, "valid": 2.0}]) is None
 
 
 def test_the_lowest_finite_loss_wins():
@@ -86,6 +125,7 @@ def test_candidates_and_which_variants_have_tables():
 @pytest.mark.parametrize("value, message", [
     ({"lr_mults": []}, "lr_mults=() is invalid"),
     ({"fraction": 0}, "fraction=0 is invalid: must be in (0, 1]"),
+    ({"edge_steps": -1}, "edge_steps=-1 is invalid: must be an integer >= 0"),
     ({"lr_mult": [1]}, "unknown key(s) ['lr_mult']"),
     ("yes", "tune='yes' is invalid"),
 ])
@@ -114,7 +154,9 @@ def test_a_sweep_is_taken_from_another_folder_of_the_same_settings(dialogue, tmp
     said = []
     second = compare(["V", "R"], train, {}, tmp_path / "b", seeds=1, tune=tune, sweeps_from=tmp_path / "a",
                      log=said.append)
-    assert sum(f"finished in {tmp_path / 'a'}" in m for m in said) == 4  # two candidates a variant
+    # two lrs a variant, then the steps beyond the edge its choice lands on: all taken from the first folder
+    assert sum(f"finished in {tmp_path / 'a'}" in m for m in said) == sum(len(r["sweep"]) for r in first["variants"])
+    assert all(len(r["sweep"]) > 2 for r in first["variants"])
     assert not (tmp_path / "b" / TUNE_DIR).exists() and (tmp_path / "b" / "cells" / TUNE_DIR).is_dir()
     assert [r["tuned"] for r in second["variants"]] == [r["tuned"] for r in first["variants"]]
     assert all((Path(r["run"]) / "done.json").exists() and Path(r["run"]).parent == tmp_path / "b"
