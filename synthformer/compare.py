@@ -168,7 +168,8 @@ SKIP_INTERVAL = ("eval_tokens", "masked_tokens", "count", "decoded")  # counts, 
 
 def intervals(per_seed: list[dict]) -> dict:
     """{metric: [lo, hi]}: the 95% interval of every metric of a variant, combining the per-seed
-    bootstrap standard errors ("<metric>_se") with the spread over seeds (`stats.combine`)."""
+    bootstrap standard errors ("<metric>_se") with the spread over seeds (`stats.combine`); perplexity's
+    is the loss's mapped through exp (it stays positive however far apart the seeds are)."""
     from .stats import combine
 
     out = {}
@@ -182,6 +183,8 @@ def intervals(per_seed: list[dict]) -> dict:
         _, lo, hi = combine([m[k] for m in seeds], [s if _number(s) and math.isfinite(s) else None for s in ses])
         if math.isfinite(lo) and math.isfinite(hi):  # one seed without an item SE has none (NaN)
             out[k] = [lo, hi]
+    if "ppl" in out and "loss" in out:  # ppl = exp(loss): a t-interval of ppl itself can reach below 0
+        out["ppl"] = [math.exp(v) for v in out["loss"]]
     return out
 
 

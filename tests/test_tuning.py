@@ -110,6 +110,20 @@ def test_intervals_skip_diverged_seeds():
     assert "ppl" not in found and found["loss"][0] < 2.3 < 9.0 < found["loss"][1]
 
 
+def test_a_perplexity_interval_is_the_loss_interval_mapped_through_exp():
+    """Three seeds of table4's D+V (test loss 4.28, 5.47, 4.46): a t-interval of their perplexities would reach
+    below zero; the reported one is exp of the loss interval, positive, around the geometric mean."""
+    import math
+
+    from synthformer.compare import intervals
+
+    rows = [{"metrics": {"loss": loss, "loss_se": 0.015, "ppl": math.exp(loss), "ppl_se": 0.015 * math.exp(loss)}}
+            for loss in (4.28, 5.47, 4.46)]
+    found = intervals(rows)
+    assert found["ppl"] == [math.exp(v) for v in found["loss"]]
+    assert 0 < found["ppl"][0] < math.exp(sum(r["metrics"]["loss"] for r in rows) / 3) < found["ppl"][1]
+
+
 def test_candidates_and_which_variants_have_tables():
     base = TrainConfig(lr=1e-3, warmup_steps=40, table_lr_mult=10.0)
     tune = TuneConfig(lr_mults=(0.5, 2.0), warmups=(40, 160), table_lr_mults=(1.0, 10.0))
