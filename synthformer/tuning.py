@@ -23,9 +23,10 @@ the baselines got no tuning at all). The protocol, used by `synthformer compare 
    the result row (``"tuned"``) with every candidate's score (``"sweep"``) and printed in the reports.
 
 Cost with the defaults: a variant with position tables trains 8 candidates x 1/4 of the budget (two
-budgets' steps), one without 4 x 1/4 (one budget), plus one or two candidates where the choice lands on
-an edge, beside its seeds' full runs (3 by default): about 1.3-1.8x the time of the untuned seeds. Sized for the tiny CPU models of `reproduce --budget cpu`
-(a quarter of 800-2,000 steps is enough to tell a diverging or crawling lr from a working one).
+budgets' steps), one without 4 x 1/4 (one budget), one or two more where the choice lands on an edge,
+beside its seeds' full runs (3 by default): about 1.3-1.8x the time of the untuned seeds. Sized for the
+tiny CPU models of `reproduce --budget cpu` (a quarter of 800-2,000 steps is enough to tell a diverging or
+crawling lr from a working one).
 
 The sweep selects on the validation split. A comparison with ``eval_test`` (every `reproduce` grid at
 its cpu and gpu budgets) reports and judges the test split, which the selection never saw; without it
@@ -112,15 +113,15 @@ def sweep(variant: str, base, model_overrides: dict, out: Path, tune: TuneConfig
     scores = []
 
     def run(values: dict, label: str) -> None:
-        run = out / TUNE_DIR / variant / candidate_name(values)
+        folder = out / TUNE_DIR / variant / candidate_name(values)
         cfg = dataclasses.replace(base, **{**values, "warmup_steps": min(values["warmup_steps"], steps)}, steps=steps,
-                                  out=str(run), eval_every=0, checkpoint_every=0, decode_examples=0, eval_test=False)
+                                  out=str(folder), eval_every=0, checkpoint_every=0, decode_examples=0, eval_test=False)
         result = train_cell(cfg, {**model_overrides, "attention": variant}, f"tune {variant} [{label}] "
                             f"{candidate_name(values)}")
         valid = (result.get("valid") or {}).get(tune.metric)
         if valid is None:
-            raise ConfigError(f"tuning {variant}: the validation metric {tune.metric!r} is missing from {run}")
-        scores.append({**values, "metric": tune.metric, "valid": float(valid), "steps": steps, "run": str(run)})
+            raise ConfigError(f"tuning {variant}: the validation metric {tune.metric!r} is missing from {folder}")
+        scores.append({**values, "metric": tune.metric, "valid": float(valid), "steps": steps, "run": str(folder)})
 
     for i, values in enumerate(found):
         run(values, f"{i + 1}/{len(found)}")
