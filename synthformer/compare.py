@@ -565,8 +565,8 @@ def build_parser() -> argparse.ArgumentParser:
                                              f"under {SMALL_EVAL} items); the table shows means and 95%% intervals")
     p.add_argument("--tune", action="store_true",
                    help="before its runs, give every variant the same learning-rate sweep on the validation split "
-                        "(synthformer.tuning: lr x0.5/1/2/4, table multiplier 1/10, a quarter of the steps each, and up to "
-                        "two steps beyond an edge lr that wins); "
+                        "(synthformer.tuning: lr x0.5/1/2/4, table multiplier 1/10, a quarter of the steps each, "
+                        "and up to two steps beyond an edge lr that wins); "
                         "the chosen values are used for every seed and reported")
     p.add_argument("--gate", action="store_true",
                    help="train the first variant first and, when it beats the floor on no claim the floor gates, "
