@@ -8,6 +8,7 @@ from collections import Counter
 
 from .claims import evaluate, finding_line, seed_values, stat, status_rank
 from .reference_results import CITATION, LABEL, paper_columns
+from .tuning import beyond_edge
 
 # Per task: (column title, result key, format) of our metrics; the first is the task's main metric.
 METRIC_COLUMNS = {
@@ -150,9 +151,9 @@ def tuning_markdown(rows: list[dict], protocol: dict | None) -> str:
                      f"{tried or '—'} |")
     edge = []
     for r in rows:  # a choice at the grid's edge: that variant's best lr may lie beyond the grid
-        lrs = sorted({c["lr"] for c in r.get("sweep") or []})
-        if len(lrs) > 1 and r["tuned"]["lr"] in (lrs[0], lrs[-1]):
-            edge.append(f"{r['variant']} ({'largest' if r['tuned']['lr'] == lrs[-1] else 'smallest'})")
+        beyond = beyond_edge(r["sweep"]) if r.get("sweep") else None
+        if beyond:
+            edge.append(f"{r['variant']} ({'largest' if beyond['lr'] > r['tuned']['lr'] else 'smallest'})")
     if edge:
         lines += ["", f"Chosen at an edge of the lr grid, so the best lr may lie beyond it: {', '.join(edge)}."]
     return "\n".join(lines)

@@ -185,7 +185,8 @@ def test_the_tuning_table_names_choices_at_the_edge_of_the_lr_grid():
     from synthformer.report import tuning_markdown
 
     def row(name, chosen):
-        sweep = [{"lr": lr, "warmup_steps": 100, "table_lr_mult": 1.0, "valid": 5.0} for lr in (1e-3, 2e-3, 4e-3)]
+        sweep = [{"lr": lr, "warmup_steps": 100, "table_lr_mult": 1.0, "valid": 4.0 if lr == chosen else 5.0}
+                 for lr in (1e-3, 2e-3, 4e-3)]
         return {"variant": name, "tuned": {"lr": chosen, "warmup_steps": 100, "table_lr_mult": 1.0}, "sweep": sweep}
 
     protocol = TuneConfig().to_dict()
