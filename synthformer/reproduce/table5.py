@@ -11,7 +11,7 @@ from ..compare import DEFAULT_SEEDS
 from .common import ReproduceError, Section, Spec, reuse
 from .table4 import grids as table4_grids
 
-VARIANTS = ("V", "R", "D", "R+V", "D+V")
+VARIANTS = ("V", "R", "D", "R+V", "D+V", "dynamicconv")  # the paper's Tables 5-6 rows, less T5 Base+ (below)
 REUSES = "table4"  # `--reuse`: its MLM grid's finished sweep and seeds are this pretraining (table4_pretraining)
 BASE_PLUS = "T5 Base+"  # finetune_suite.BASE_PLUS: added at the cpu and gpu budgets
 TASKS = ("sentiment", "topic", "paraphrase")  # synthformer.finetune.SUITE
@@ -26,9 +26,9 @@ SPEC = Spec(
          "(KJV/WEB same verse vs a nearby verse: an MRPC/QQP-like pair task)",
     variants=", ".join(VARIANTS) + f"; {BASE_PLUS} (V with the parameter count of the largest +V mixture) at "
                                     "the cpu and gpu budgets",
-    minutes={"smoke": "< 1 min", "cpu": "~14 core-hours (6 variants: pretraining sweep and 3 seeds as table4's, "
+    minutes={"smoke": "< 1 min", "cpu": "~16 core-hours (7 variants: pretraining sweep and 3 seeds as table4's, "
              "then ~15 min of fine-tuning a seed); --reuse of a finished table4 grid spares the pretraining of the "
-             "5 variants both run", "gpu": "~3.5 h"},
+             "6 variants both run", "gpu": "~3.5 h"},
     seeds={"smoke": 1, "cpu": None, "gpu": None},
     sources=("chitchat", "sentiment", "fortunes", "bible-paraphrase"),
     tables=("Table 5", "Table 6"),
