@@ -435,6 +435,16 @@ def test_only_splits_a_grid_over_two_clones_whose_merged_cells_write_the_report_
     assert code == 0, err
     assert err.count("finished earlier, reusing its cell") == 4 and "run " + str(a) not in err  # b's two, twice
     assert not (a / "topic" / "linformer").exists() and (a / "report.md").is_file()
+    reproduce("--index", tmp_path)  # finished but not published: each grid's table.md stands in for the report
+    index = (tmp_path / "README.md").read_text()
+    assert "topic 4 cells ([finished](grids/a/topic/table.md): " in index and "(in progress)" in index
+    row = next(line for line in index.splitlines() if "`t7-imdb-fr-above-v`" in line)
+    assert "(grid finished)** | [grids/a/sentiment](grids/a/sentiment/table.md) |" in row
+    assert reproduce("table7", "--budget", "smoke", "--out", a, "--publish", tmp_path)[0] == 0  # then the report
+    index = (tmp_path / "README.md").read_text()
+    row = next(line for line in index.splitlines() if "`t7-imdb-fr-above-v`" in line)
+    assert "(finished: [table7](table7/report.md))" in index and "(grid finished)**" not in index
+    assert "| table7 (smoke) |" in row
     code, _, err = reproduce("table7", "--budget", "smoke", "--out", a, "--interim")  # finished: the results
     assert code == 0 and "finished, see" in err, err
     # one line for a variant the name does not run (a grid's, or table5's suite's), and with --publish
@@ -463,7 +473,7 @@ def test_a_grid_sets_its_own_sweep_length():
 def test_index_shows_a_claim_from_its_own_names_grid_before_a_newer_other():
     """Two running grids judge one claim (table2's LM and table4's MLM both judge `t4-speed-r-vs-v`): the index
     shows the one of the claim's own name, the newest of those; a claim no own grid judges, the newest."""
-    from synthformer.reproduce.index import _pick
+    from synthformer.reproduce.index import _overrules, _pick
 
     candidates = [({"status": "reproduced"}, "2026-11-27 10:00:00", "grids/t4/mlm", "table4"),
                   ({"status": "inconclusive"}, "2026-11-27 11:00:00", "grids/t2/lm", "table2"),
@@ -471,6 +481,11 @@ def test_index_shows_a_claim_from_its_own_names_grid_before_a_newer_other():
     assert _pick(candidates, "table4") is candidates[0]
     assert _pick(candidates, "table5") is candidates[1]
     assert _pick([], "table4") is None
+    published = {"judged": True, "created": "2026-11-27 10:30:00"}  # table4's report, under the rules
+    assert not _overrules(candidates[1], published, "table4")  # table2's newer grid: table4's report stands
+    assert _overrules(({}, "2026-11-27 11:00:00", "grids/t4c/mlm", "table4"), published, "table4")  # rerun
+    assert not _overrules(candidates[0], published, "table4")  # older than the report
+    assert _overrules(candidates[1], {**published, "judged": False}, "table4")  # a report of the old rules
 
 
 def test_floors_text_sets_a_suites_mean_accuracy_beside_its_floor():

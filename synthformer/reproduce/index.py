@@ -62,65 +62,83 @@ def floors_text(report: dict) -> str:
 GRIDS = "grids"  # root/grids/NAME-BUDGET: reproductions in progress (reproductions/grids/.gitignore)
 
 
-def interims(folder: Path) -> dict[Path, dict]:
-    """{grid folder: its interim results} for every grid under `folder` (root/grids) that is still running
-    (no results.json) and has an interim report (interim.json: `reproduce --interim`)."""
+def interims(folder: Path, reports: dict) -> dict[Path, tuple[dict, str]]:
+    """{grid folder: (its results, the report they are from)} for every grid under `folder` (root/grids) whose
+    run is not published (`_published`): a grid still running gives its interim report (interim.json:
+    `reproduce --interim`), a finished grid of such a run its results (table2's LM grid, finished while its MT
+    grid runs)."""
     from ..compare import INTERIM
 
     found = {}
-    for file in sorted(folder.glob(f"*/*/{INTERIM}")):
-        if (file.parent / "results.json").is_file():
+    for run in _runs(folder):
+        if _published(run, reports):
             continue
-        try:
-            found[file.parent] = json.loads(file.read_text())
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-            continue
+        for grid in sorted(g for g in run.iterdir() if g.is_dir()):
+            for name, report in (("results.json", "table.md"), (INTERIM, "interim.md")):
+                try:
+                    found[grid] = json.loads((grid / name).read_text()), report
+                    break
+                except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+                    continue
     return found
+
+
+def _runs(folder: Path) -> list[Path]:
+    """The reproduction folders under `folder` (root/grids), each with its reproduce.json."""
+    return sorted(p for p in folder.glob("*/") if (p / "reproduce.json").is_file())
+
+
+def _started(run: Path) -> dict:
+    """A reproduction folder's reproduce.json: its name, budget and start."""
+    try:
+        return json.loads((run / "reproduce.json").read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+
+
+def _published(run: Path, reports: dict) -> bool:
+    """Whether the published report of the run's name and budget was written from it (created after it started)."""
+    started = _started(run)
+    r = reports.get(started.get("name"), {})
+    return r.get("budget") == started.get("budget") and str(r.get("created", "")) >= str(started.get("started", "~"))
 
 
 def grid_folders(folder: Path, reports: dict) -> list[str]:
     """One line per reproduction folder under `folder`: its finished cells per grid (with a link to the
-    grid's interim.md and its claims' statuses while it runs: `reproduce --interim`), and whether the
-    published report of its name and budget was written from it (created after the grid started)."""
-    out, running = [], interims(folder)
+    grid's report and its claims' statuses while the run is not published: interim.md, `reproduce --interim`,
+    or table.md of a finished grid), and whether the published report of its name and budget was written
+    from it."""
+    out, running = [], interims(folder, reports)
 
     def interim(g: Path) -> str:
         if g in running:
-            r = running[g]
+            r, report = running[g]
             counts = status_counts(r.get("findings") or []) or "no claim judged yet"
             task = r.get("task") or r.get("kind")  # table5's suite: its kind, finetune
             floor = floors_text({"sections": [{"key": g.name, "task": task, "floor": r.get("floor"),
                                                "rows": r.get("variants")}]})
-            return (f" ([interim]({folder.name}/{g.parent.name}/{g.name}/interim.md): {counts}"
+            label = "interim" if report != "table.md" else "finished"
+            return (f" ([{label}]({folder.name}/{g.parent.name}/{g.name}/{report}): {counts}"
                     + (f"; {floor}" if floor != "—" else "") + ")")
         return ""
-    for run in sorted(p for p in folder.glob("*/") if (p / "reproduce.json").is_file()):
+    for run in _runs(folder):
         counts = [f"{g.name} {sum(1 for _ in (g / 'cells').rglob('*.json'))} cells" + interim(g)
                   for g in sorted(run.iterdir()) if (g / "settings.json").is_file() or (g / "cells").is_dir()]
-        try:
-            started = json.loads((run / "reproduce.json").read_text())
-        except (OSError, json.JSONDecodeError):
-            started = {}
-        r = reports.get(started.get("name"), {})
-        done = (r.get("budget") == started.get("budget")
-                and str(r.get("created", "")) >= str(started.get("started", "~")))
-        state = f"finished: [{started['name']}]({started['name']}/report.md)" if done else "in progress"
+        name = _started(run).get("name")
+        state = f"finished: [{name}]({name}/report.md)" if _published(run, reports) else "in progress"
         out.append(f"`{folder.name}/{run.name}` ({state}): " + (", ".join(counts) if counts else "no cell finished"))
     return out
 
 
-def _interim_findings(folder: Path) -> dict[str, list[tuple[dict, str, str, str]]]:
-    """{claim id: [(finding, created, grid folder relative to the index, the grid's name)]} from the interim
-    reports of the grids still running under `folder`."""
+def _interim_findings(folder: Path, reports: dict) -> dict[str, list[tuple[dict, str, str, str, str]]]:
+    """{claim id: [(finding, created, grid folder relative to the index, the run's name, the grid's report)]}
+    from the grids of the runs not yet published under `folder` (`interims`)."""
     found: dict[str, list] = {}
-    for grid, results in interims(folder).items():
-        try:
-            name = json.loads((grid.parent / "reproduce.json").read_text()).get("name")
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-            name = None
+    for grid, (results, report) in interims(folder, reports).items():
+        name = _started(grid.parent).get("name")
         for f in results.get("findings") or []:
             found.setdefault(f["claim"], []).append((f, str(results.get("created", "")),
-                                                     f"{folder.name}/{grid.parent.name}/{grid.name}", name))
+                                                     f"{folder.name}/{grid.parent.name}/{grid.name}", name, report))
     return found
 
 
@@ -129,6 +147,13 @@ def _pick(candidates: list[tuple], name: str) -> tuple | None:
     Table 4 claim another grid also judges), else any; the newest of those."""
     own = [c for c in candidates if c[3] == name] or candidates
     return max(own, key=lambda c: c[1]) if own else None
+
+
+def _overrules(pick: tuple, report: dict, name: str) -> bool:
+    """Whether a grid's finding (`_pick`) is shown instead of the claim's finding in the published report of its
+    name: when that report predates the evidence rules, or the grid is the name's own and newer (the name being
+    rerun). Another name's grid (table2's LM judges a Table 4 speed claim) does not overrule a judged report."""
+    return not report["judged"] or (pick[3] == name and pick[1] > str(report.get("created", "")))
 
 
 def all_claims() -> list[tuple[str, str, str, str]]:
@@ -181,19 +206,21 @@ def write_index(root: str | Path) -> Path:
                   "trains only the missing ones, and rebuilds a finished report without training):", ""]
         lines += [f"- {p}" for p in progress] + [""]
     lines += ["## Every claim of the paper", "",
-              "A claim judged by a grid still running is shown from its interim report (the variants finished so "
-              "far, under the evidence rules) where that is newer than the published report or the published "
-              "report predates the rules.", ""]
+              "A claim judged by a grid whose name is not yet published is shown from that grid: from its interim "
+              "report while it runs (the variants finished so far, under the evidence rules), from its table.md "
+              "once it has finished (\"grid finished\"), where that is newer than the published report or the "
+              "published report predates the rules.", ""]
     claim_rows = []
-    latest = _interim_findings(root / GRIDS)
+    latest = _interim_findings(root / GRIDS, reports)
     for name, cid, table, text in all_claims():
         r = reports.get(name)
         mine = next((c for c in (r or {}).get("claims", []) if c["claim"] == cid), None)
         where = f"{name} ({r['budget']})" if r else name
         pick = _pick(latest.get(cid, []), name)
-        if pick and (mine is None or not r["judged"] or pick[1] > str(r.get("created", ""))):
-            f, _, grid, _ = pick
-            status, detail, where = f"{f['status']} (interim)", short_finding(f), f"[{grid}]({grid}/interim.md)"
+        if pick and (mine is None or _overrules(pick, r, name)):
+            f, _, grid, _, report = pick
+            label = "interim" if report != "table.md" else "grid finished"
+            status, detail, where = f"{f['status']} ({label})", short_finding(f), f"[{grid}]({grid}/{report})"
         elif mine is None:
             status, detail = (NOT_RUN, f"`synthformer reproduce {name} --budget cpu`") if r is None else ("not checked", "")
         else:
