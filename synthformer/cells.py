@@ -37,15 +37,15 @@ def cell_file(out: Path, run: Path) -> Path:
     return Path(out) / CELLS / f"{rel.as_posix()}.json"
 
 
-def save_cell(out: Path, run: Path, result: dict) -> Path:
-    """Keep the finished run ``run``'s result and curve as its cell (atomically; rewritten each time)."""
-    from .runs import read_metrics
-
-    run = Path(run)
+def save_cell(out: Path, run: Path, result: dict, metrics: list[dict] | None = None) -> Path:
+    """Keep the finished run ``run``'s result and curve as its cell (atomically; rewritten each time). The
+    curve: ``metrics`` when given (a run taken from another folder), else the run folder's, else the one its
+    cell already holds (a run taken from its cell keeps its curve)."""
     file = cell_file(out, run)
+    if metrics is None:
+        metrics = curve(out, run)
     file.parent.mkdir(parents=True, exist_ok=True)
-    curve = read_metrics(run) if (run / "metrics.jsonl").exists() else []
-    atomic_write_json(file, {"result": result, "metrics": curve})
+    atomic_write_json(file, {"result": result, "metrics": metrics})
     return file
 
 

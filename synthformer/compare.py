@@ -418,8 +418,11 @@ class _Cells:
         elif self.reuse_only:
             raise _Unfinished(f"{tag} has not finished")
         elif candidate and self.sweeps_from is not None and (result := reused(
-                self.sweeps_from / run.relative_to(self.out), self.sweeps_from, cfg, model_overrides)) is not None:
+                theirs := self.sweeps_from / run.relative_to(self.out), self.sweeps_from, cfg,
+                model_overrides)) is not None:
             self.log(f"{tag}: finished in {self.sweeps_from}, reusing it")
+            save_cell(self.out, run, result, curve(self.sweeps_from, theirs))
+            return result
         else:
             resume = (run / "config.json").exists()
             data = None if resume else self.data  # resuming: train reads the run's own tokenizer and data

@@ -274,6 +274,8 @@ def test_suite_finishes_from_its_cells_and_pretrains_only_a_seed_with_unfinished
 
     first = again()
     assert len(list((out / "cells").rglob("*.json"))) == 2 * (1 + 1 + len(tasks))  # candidate, seed, tasks
+    curves = {p: json.loads(p.read_text())["metrics"] for p in (out / "cells").rglob("*.json")}
+    assert all(curves.values())
 
     def clear():
         for folder in ("pretrain", "finetune", "tune"):
@@ -284,6 +286,7 @@ def test_suite_finishes_from_its_cells_and_pretrains_only_a_seed_with_unfinished
     assert second["floor"] == first["floor"] and not any(line.startswith("run ") for line in logs)
     assert sum("reusing its cell" in line for line in logs) == 2 * (1 + 1 + len(tasks))
     assert not any((out / folder).exists() for folder in ("pretrain", "finetune", "tune"))
+    assert {p: json.loads(p.read_text())["metrics"] for p in curves} == curves  # a cell reused keeps its curve
     (out / "cells" / "finetune" / "paraphrase" / "V.json").unlink()
     third = again()
     trained = sorted(line.split(":")[0] for line in logs if line.startswith("run "))

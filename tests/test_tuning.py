@@ -172,6 +172,9 @@ def test_a_sweep_is_taken_from_another_folder_of_the_same_settings(dialogue, tmp
     assert sum(f"finished in {tmp_path / 'a'}" in m for m in said) == sum(len(r["sweep"]) for r in first["variants"])
     assert all(len(r["sweep"]) > 2 for r in first["variants"])
     assert not (tmp_path / "b" / TUNE_DIR).exists() and (tmp_path / "b" / "cells" / TUNE_DIR).is_dir()
+    for cell in (tmp_path / "b" / "cells" / TUNE_DIR).rglob("*.json"):  # each candidate's curve comes along
+        theirs = tmp_path / "a" / "cells" / cell.relative_to(tmp_path / "b" / "cells")
+        assert json.loads(cell.read_text())["metrics"] == json.loads(theirs.read_text())["metrics"] != []
     assert [r["tuned"] for r in second["variants"]] == [r["tuned"] for r in first["variants"]]
     assert all((Path(r["run"]) / "done.json").exists() and Path(r["run"]).parent == tmp_path / "b"
                for r in second["variants"])
