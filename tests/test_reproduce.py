@@ -280,6 +280,26 @@ def test_figures_smoke_draws_histograms_and_heatmaps(tmp_path):
     for r in rows.values():
         assert r["metrics"]["weight_var"] == r["seeds"][0]["metrics"]["weight_var"] > 0
     assert "Variance of the trained attention weights" in report
+    # on a machine without the weights (run folders gone, cells committed) the variances come from the cells
+    for run in (out / "lm").iterdir():
+        if run.is_dir() and run.name != "cells":
+            shutil.rmtree(run)
+    (out / "results.json").unlink()
+    code, stdout, err = reproduce("figures", "--budget", "smoke", "--out", out)
+    assert code == 0 and "drawing" not in stdout, err
+    again = {r["variant"]: r for r in json.loads((out / "results.json").read_text())["sections"][0]["rows"]}
+    assert {v: r["metrics"]["weight_var"] for v, r in again.items()} == {v: r["metrics"]["weight_var"]
+                                                                          for v, r in rows.items()}
+    (out / "attention.png").unlink()  # a figure to draw again needs the weights: one line naming the cells
+    code, _, err = reproduce("figures", "--budget", "smoke", "--out", out)
+    assert code == 2 and err.strip().splitlines()[-1].startswith("synthformer: error: drawing attention.png needs "
+                                                                 "the weights of"), err
+    cell = next((out / "lm" / "cells").glob("V*.json"))
+    kept = json.loads(cell.read_text())
+    del kept["result"]["weight_var_2"]
+    cell.write_text(json.dumps(kept))
+    code, _, err = reproduce("figures", "--budget", "smoke", "--out", out)
+    assert code == 2 and f"delete {cell} and rerun" in err, err
 
 
 def test_publish_and_index_list_every_claim_and_what_was_not_run(tmp_path):

@@ -4,6 +4,8 @@ vanilla's (Figures 4-7), from V, R and D language models trained here. Drawn by 
 (the same as `synthformer plot histograms|attention --run DIR`)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..claims import CLAIMS
 from .common import Grid, ReproduceError, Section, Spec, budget_model, budget_train, grid_section, per_budget
 from .table2 import LM_CPU_MODEL, LM_CPU_TRAIN  # the models drawn are table2's LMs, which clear the bigram floor
@@ -63,15 +65,32 @@ def weight_var(run_dir, examples: int) -> float:
     return sum(h.std ** 2 for h in hists) / len(hists)
 
 
-def add_weight_var(results: dict, examples: int) -> None:
-    """Put "weight_var" (`weight_var`) into every seed's metrics and every row's mean, std and 95%
+def seed_weight_var(grid_out: Path, run: str, examples: int) -> float:
+    """`weight_var` of one seed: measured from its weights when its run folder is here, and kept in its cell
+    (so a clone or machine without the weights, where the grid is finished, still reads it); else its cell's."""
+    from ..cells import cell_file, load_cell, save_cell
+
+    key, cell = f"weight_var_{examples}", load_cell(grid_out, Path(run))
+    if (Path(run) / "done.json").exists():
+        value = weight_var(run, examples)
+        if cell is not None and cell["result"].get(key) != value:
+            save_cell(grid_out, Path(run), {**cell["result"], key: value}, cell["metrics"])
+        return value
+    if cell is not None and key in cell["result"]:
+        return cell["result"][key]
+    raise ReproduceError(f"{run}: its weights are not on this machine and its cell keeps no {key}; delete "
+                         f"{cell_file(grid_out, Path(run))} and rerun to train it here")
+
+
+def add_weight_var(results: dict, grid_out: Path, examples: int) -> None:
+    """Put "weight_var" (`seed_weight_var`) into every seed's metrics and every row's mean, std and 95%
     interval, so that the figures claim is judged like any metric."""
     from ..claims import stat
     from ..compare import intervals
 
     for row in results["variants"]:
         for s in row["seeds"]:
-            s["metrics"]["weight_var"] = weight_var(s["run"], examples)
+            s["metrics"]["weight_var"] = seed_weight_var(grid_out, s["run"], examples)
         st = stat([s["metrics"]["weight_var"] for s in row["seeds"]])
         row["metrics"]["weight_var"], row.setdefault("metrics_std", {})["weight_var"] = st.mean, st.std
         found = intervals([{"metrics": {"weight_var": s["metrics"]["weight_var"]}} for s in row["seeds"]])
@@ -85,7 +104,7 @@ def run(ctx):
     names = "V, R, D"
     smoke = ctx.budget == "smoke"  # fewer panels and inputs: the pipeline check only
     ctx.log(f"{ctx.name}: variance of the trained attention weights of every run")
-    add_weight_var(results, 2 if smoke else 8)
+    add_weight_var(results, ctx.out / grid.key, 2 if smoke else 8)
     figures = [("histograms", "histograms.png",
                 f"Attention weights of {names} LMs at several layers, trained and initial (paper Figures 2-3)",
                 dict(examples=2, bins=20) if smoke else None),
@@ -95,6 +114,10 @@ def run(ctx):
     images, lines = [], []
     for what, file, title, extra in figures:
         if not (ctx.out / file).exists():
+            if missing := [r for r in runs if not (Path(r) / "done.json").exists()]:
+                raise ReproduceError(f"drawing {file} needs the weights of {', '.join(map(str, missing))}, not on "
+                                     "this machine (a cell keeps scores, not weights): delete their cells under "
+                                     f"{ctx.out / grid.key / 'cells'} and rerun to train them here")
             ctx.log(f"{ctx.name}: drawing {file}")
             draw(what, runs, ctx.out / file, title, extra)
         images.append(file)
