@@ -13,7 +13,8 @@ holding some cells trains only the missing ones.
 What a cell cannot give is the trained model: steps after a grid that open the weights (the figures'
 attention maps) need the run folders on the machine that finishes the grid. So what a report needs is
 measured by the runs themselves and kept in their cells where it can be: table3's ROUGE-1/2 of the decoded
-test split, table4's masked-token accuracy. The fine-tuning suite (table5) keeps cells of its own runs too,
+test split, table4's masked-token accuracy, the figures' variance of each seed's attention weights (kept
+once measured on the weights). The fine-tuning suite (table5) keeps cells of its own runs too,
 so only a seed whose fine-tuning has not finished needs its encoder's weights (`synthformer.finetune_suite`).
 """
 from __future__ import annotations
