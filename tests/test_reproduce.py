@@ -302,6 +302,18 @@ def test_figures_smoke_draws_histograms_and_heatmaps(tmp_path):
     assert code == 2 and f"delete {cell} and rerun" in err, err
 
 
+def test_a_figures_share_keeps_the_weight_variance_of_its_seeds_in_their_cells(tmp_path):
+    """`reproduce figures --only R` on one machine: the variance of R's trained weights is measured there, while
+    the weights are, and kept in its cell for the report written where the grid is finished."""
+    from synthformer.reproduce.figures import weight_var
+
+    out = tmp_path / "figures"
+    code, _, err = reproduce("figures", "--budget", "smoke", "--only", "R", "--out", out)
+    assert code == 0, err
+    kept = json.loads((out / "lm" / "cells" / "R.json").read_text())["result"]
+    assert kept["weight_var_2"] == pytest.approx(weight_var(out / "lm" / "R", 2)) and kept["weight_var_2"] > 0
+
+
 def test_publish_and_index_list_every_claim_and_what_was_not_run(tmp_path):
     out = tmp_path / "reproductions"
     code, _, err = reproduce("table7", "--budget", "smoke", "--out", tmp_path / "run", "--publish", out)

@@ -143,6 +143,8 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
     if only is not None:  # just these variants' cells, no report (a grid split over machines)
         for grid in grids:
             ctx.run_grid(grid)
+            if hasattr(module, "after_share"):
+                module.after_share(ctx, grid)  # figures: what it measures on the weights, kept in the cells
         if not hasattr(module, "grids"):
             module.run(ctx)  # a suite that keeps cells (table5) honours ctx.only
         log(f"trained the cells of {', '.join(only)} in {out}; `synthformer reproduce {name} --budget {budget} "

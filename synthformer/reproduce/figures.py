@@ -97,6 +97,20 @@ def add_weight_var(results: dict, grid_out: Path, examples: int) -> None:
         row.setdefault("interval", {}).update(found)
 
 
+def examples(budget: str) -> int:
+    """Validation inputs `weight_var` reads (fewer at smoke: the pipeline check only)."""
+    return 2 if budget == "smoke" else 8
+
+
+def after_share(ctx, grid: Grid) -> None:
+    """`reproduce figures --only`: the weight variance of every finished seed of the grid, measured now while
+    its weights are on this machine and kept in its cell (`seed_weight_var`), for the report written where the
+    grid is finished."""
+    out = ctx.out / grid.key
+    for run in sorted(p for p in out.iterdir() if (p / "done.json").exists()):
+        seed_weight_var(out, str(run), examples(ctx.budget))
+
+
 def run(ctx):
     grid = grids(ctx.budget)[0]
     results = ctx.run_grid(grid)
@@ -104,7 +118,7 @@ def run(ctx):
     names = "V, R, D"
     smoke = ctx.budget == "smoke"  # fewer panels and inputs: the pipeline check only
     ctx.log(f"{ctx.name}: variance of the trained attention weights of every run")
-    add_weight_var(results, ctx.out / grid.key, 2 if smoke else 8)
+    add_weight_var(results, ctx.out / grid.key, examples(ctx.budget))
     figures = [("histograms", "histograms.png",
                 f"Attention weights of {names} LMs at several layers, trained and initial (paper Figures 2-3)",
                 dict(examples=2, bins=20) if smoke else None),
