@@ -20,6 +20,7 @@ import torch
 from .errors import SynthformerError
 from .integrity import (CheckpointError, atomic_write_json, atomic_write_text, fsync_dir,  # noqa: F401 (re-exported)
                         remove_stale_temps, write_manifest)
+from .lock import reading, remove_unless_read
 from .model.io import write_model_files
 
 
@@ -59,7 +60,7 @@ def save_checkpoint(out: Path, step: int, model, optimizer, rank_states: list, c
         fsync_dir(folder)
     atomic_write_json(folder / LATEST, {"step": step, "path": name})
     for old in sorted(p for p in folder.glob("step-*") if p.is_dir())[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
+        remove_unless_read(old)  # one being read (load_model, eval) goes at a later rotation
     return final
 
 
@@ -101,15 +102,17 @@ def latest_checkpoint(out: Path) -> Path | None:
 
 
 def read_latest(out: Path, read):
-    """(folder, ``read(folder)``) of the latest checkpoint of run ``out``; when a concurrent writer
-    rotates that folder away during ``read`` (its files vanish mid-read), the new latest one is read
-    instead, so a reader never reports a complete checkpoint as missing or incomplete."""
+    """(folder, ``read(folder)``) of the latest checkpoint of run ``out``. The folder is held (a shared
+    lock) while it is read, so a concurrent writer's rotation leaves it in place however slow the read;
+    one rotated away before it was held is followed to the new latest one, so a reader never reports a
+    complete checkpoint as missing or incomplete."""
     for _ in range(ROTATION_RETRIES):
         folder = latest_checkpoint(out)
         if folder is None:
             raise RunError(f"{out} has no checkpoint (no {CKPT_DIR}/{LATEST}); train it first")
         try:
-            return folder, read(folder)
+            with reading(folder):
+                return folder, read(folder)
         except (SynthformerError, OSError):
             if _pointed(folder.parent / LATEST) == folder.name:
                 raise  # not a rotation: the checkpoint itself is damaged

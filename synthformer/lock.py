@@ -9,6 +9,8 @@ and tries again, so two processes can never both believe they hold the lock.
 from __future__ import annotations
 
 import os
+import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import SynthformerError
@@ -72,3 +74,35 @@ class RunLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+@contextmanager
+def reading(folder: Path):
+    """``with reading(folder):`` -- a shared flock on the folder for as long as it is read, so that a
+    writer's ``remove_unless_read`` leaves it in place. FileNotFoundError when it is already gone."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+def remove_unless_read(folder: Path) -> bool:
+    """Delete ``folder`` unless a reader holds it (see ``reading``); True when it is gone. A folder
+    being read stays for the writer's next rotation, so a slow reader is never starved by a fast writer."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except FileNotFoundError:
+        return True
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+        shutil.rmtree(folder, ignore_errors=True)
+        return True
+    finally:
+        os.close(fd)

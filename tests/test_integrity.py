@@ -303,3 +303,37 @@ def test_loads_while_another_process_rotates_checkpoints_every_step(tmp_path):
         writer.kill()
     steps = writer.stdout.read().split()
     assert writer.wait() in (0, -9) and len(steps) > 20 and loads > 20 and len(seen) > 5, (len(steps), loads, len(seen))
+
+
+def test_a_reader_slower_than_every_rotation_is_not_starved(tmp_path):
+    """A read that lasts several of the writer's steps (a busy machine, a big model) still completes: the
+    folder it holds survives the rotations that happen meanwhile, and goes at a later one."""
+    import time
+
+    from synthformer.checkpoint import _pointed, read_latest
+
+    out = tmp_path / "run"
+    pointer = out / "checkpoints" / "latest.json"
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(out), "6"], stdout=subprocess.PIPE, text=True)
+
+    def slow_load(folder):  # waits until the writer has moved on twice, then reads the held folder
+        first = int(_pointed(pointer)[5:])
+        deadline = time.monotonic() + 5
+        while int(_pointed(pointer)[5:]) < first + 2:
+            assert writer.poll() is None and time.monotonic() < deadline, "the writer stopped"
+        return load(folder)
+
+    try:
+        while not pointer.exists():
+            assert writer.poll() is None, "the writer died"
+        held = []
+        for _ in range(3):
+            folder, model = read_latest(out, slow_load)
+            assert model.config.vocab_size == 50
+            held.append(folder)
+        moved_on = int(_pointed(pointer)[5:])
+    finally:
+        writer.kill()
+        writer.wait()
+    assert all(int(f.name[5:]) + 2 <= moved_on for f in held), (held, moved_on)
+    assert not held[0].exists() and not held[1].exists()  # released, they went at the rotations after
