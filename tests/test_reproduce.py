@@ -500,6 +500,8 @@ def test_a_grid_sets_its_own_sweep_length():
     assert dataclasses.replace(tune, fraction=BUDGET_TUNE["cpu"].fraction) == BUDGET_TUNE["cpu"]
     assert ctx.tune_for(dataclasses.replace(mlm, tune_fraction=None)) is BUDGET_TUNE["cpu"]
     assert Context(name="table4", budget="smoke", seeds=None, out=Path("unused")).tune_for(mlm) is None
+    text = lra.grids("cpu", Path("out"))[1]  # lra text: at a quarter every candidate still predicted one class
+    assert text.key == "text" and ctx.tune_for(text).steps(text.train["steps"]) == text.train["steps"]
 
 
 def test_index_shows_a_claim_from_its_own_names_grid_before_a_newer_other():
