@@ -489,7 +489,8 @@ def test_only_splits_a_grid_over_two_clones_whose_merged_cells_write_the_report_
 
 def test_a_grid_sets_its_own_sweep_length():
     """table4's cpu grid runs its sweep candidates for half its steps (its MLMs are still leaving the unigram
-    plateau at a quarter); every other setting of the budget's sweep stays, and a grid without one keeps it."""
+    plateau at a quarter), lra's text for its whole run; every other setting of the budget's sweep stays, and a grid
+    without one keeps it."""
     from synthformer.reproduce import table4
     from synthformer.reproduce.common import BUDGET_TUNE, Context
 
