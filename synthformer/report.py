@@ -8,7 +8,7 @@ from collections import Counter
 
 from .claims import evaluate, finding_line, seed_values, stat, status_rank
 from .reference_results import CITATION, LABEL, paper_columns
-from .tuning import beyond_edge
+from .tuning import at_chance, beyond_edge
 
 # Per task: (column title, result key, format) of our metrics; the first is the task's main metric.
 METRIC_COLUMNS = {
@@ -156,6 +156,10 @@ def tuning_markdown(rows: list[dict], protocol: dict | None) -> str:
             edge.append(f"{r['variant']} ({'largest' if beyond['lr'] > r['tuned']['lr'] else 'smallest'})")
     if edge:
         lines += ["", f"Chosen at an edge of the lr grid, so the best lr may lie beyond it: {', '.join(edge)}."]
+    noise = [r["variant"] for r in rows if at_chance(r.get("sweep") or [])]
+    if noise:
+        lines += ["", f"No sweep candidate beat the majority class on validation, so the choice rests on noise: "
+                      f"{', '.join(noise)}."]
     return "\n".join(lines)
 
 

@@ -19,6 +19,8 @@ the baselines got no tuning at all). The protocol, used by `synthformer compare 
    beyond that edge is trained (twice the largest lr, or half the smallest, with the winner's warm-up
    and table multiplier), and again while the new one wins, at most ``edge_steps`` times (default 2).
    So every variant's choice is inside the lrs it was tried at, or the report says it is not.
+   A classifier's sweep in which no candidate beats the validation split's majority class chose on noise
+   (lra text at a quarter of its steps did): it is logged and the report names it (`at_chance`).
 4. Every seed of the variant then trains the full budget with the chosen values. They are stored in
    the result row (``"tuned"``) with every candidate's score (``"sweep"``) and printed in the reports.
 
@@ -118,10 +120,14 @@ def sweep(variant: str, base, model_overrides: dict, out: Path, tune: TuneConfig
                                   out=str(folder), eval_every=0, checkpoint_every=0, decode_examples=0, eval_test=False)
         result = train_cell(cfg, {**model_overrides, "attention": variant}, f"tune {variant} [{label}] "
                             f"{candidate_name(values)}")
-        valid = (result.get("valid") or {}).get(tune.metric)
+        metrics = result.get("valid") or {}
+        valid = metrics.get(tune.metric)
         if valid is None:
             raise ConfigError(f"tuning {variant}: the validation metric {tune.metric!r} is missing from {folder}")
-        scores.append({**values, "metric": tune.metric, "valid": float(valid), "steps": steps, "run": str(folder)})
+        score = {**values, "metric": tune.metric, "valid": float(valid), "steps": steps, "run": str(folder)}
+        if metrics.get("accuracy") is not None and metrics.get("chance_accuracy") is not None:
+            score["above_chance"] = bool(metrics["accuracy"] > metrics["chance_accuracy"])
+        scores.append(score)
 
     for i, values in enumerate(found):
         run(values, f"{i + 1}/{len(found)}")
@@ -134,7 +140,16 @@ def sweep(variant: str, base, model_overrides: dict, out: Path, tune: TuneConfig
     chosen = {k: scores[best][k] for k in TUNED_KEYS}
     log(f"tune {variant}: chose {candidate_name(chosen)} (validation {tune.metric} {scores[best]['valid']:.4f} "
         f"of {len(scores)} candidates at {steps} steps)")
+    if at_chance(scores):
+        log(f"tune {variant}: warning: no candidate beat the majority class on validation, so the choice rests on "
+            "noise; train the candidates longer (a grid's tune_fraction, or more steps)")
     return chosen, scores
+
+
+def at_chance(scores: list[dict]) -> bool:
+    """Whether every candidate of a classifier's sweep sat at or below the validation split's majority class
+    (False when the task reports no such floor, or the scores predate the check)."""
+    return bool(scores) and all(c.get("above_chance") is False for c in scores)
 
 
 def beyond_edge(scores: list[dict]) -> dict | None:

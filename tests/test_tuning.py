@@ -197,3 +197,31 @@ def test_the_tuning_table_names_choices_at_the_edge_of_the_lr_grid():
     assert text.splitlines()[-1] == ("Chosen at an edge of the lr grid, so the best lr may lie beyond it: "
                                      "R (largest), D (smallest).")
     assert "edge" not in tuning_markdown([row("V", 2e-3)], protocol)
+
+
+def test_a_classifier_sweep_with_every_candidate_at_the_majority_class_is_flagged(tmp_path):
+    """lra text at 75 steps: every candidate predicted one class and the sweep chose on the class prior's fit.
+    Such a sweep is logged and named under the tuning table; one candidate above the majority class clears it,
+    and a task without a majority-class floor (LM: no chance_accuracy) is never flagged."""
+    from synthformer.report import tuning_markdown
+    from synthformer.tuning import sweep
+
+    base = TrainConfig(lr=1e-3, warmup_steps=10, steps=40)
+
+    def run(accuracy, chance=43.8):
+        logged = []
+
+        def train_cell(cfg, overrides, tag):
+            valid = {"loss": cfg.lr, "accuracy": accuracy(cfg.lr), "chance_accuracy": chance}
+            return {"valid": {k: v for k, v in valid.items() if v is not None}}
+
+        chosen, scores = sweep("V", base, {}, tmp_path, TuneConfig(), train_cell, log=logged.append)
+        table = tuning_markdown([{"variant": "V", "tuned": chosen, "sweep": scores}], TuneConfig().to_dict())
+        return "\n".join(logged), table
+
+    logged, table = run(lambda lr: 43.8)  # at the majority class, not above it
+    assert "no candidate beat the majority class" in logged
+    assert table.splitlines()[-1] == ("No sweep candidate beat the majority class on validation, so the choice "
+                                      "rests on noise: V.")
+    for logged, table in (run(lambda lr: 52.0 if lr == 2e-3 else 21.8), run(lambda lr: 21.8, chance=None)):
+        assert "majority class" not in logged + table
