@@ -481,6 +481,32 @@ def test_bleu_learned_gives_the_bleu_verdict_only():
     assert found["status"] == "not reproduced" and found["note"] == "R 20.0% worse than V, beyond the ±5% band"
 
 
+@pytest.mark.parametrize("bleu,learned", [
+    ({"R": 7.4, "V": 4.95}, False),  # V far above the copy floor (0.07 + 1), but under the MT bar of 5 BLEU
+    ({"R": 1.9, "V": 6.0}, False),
+    ({"R": 5.0, "V": 6.0}, True),
+])
+def test_mt_bleu_claims_need_every_variant_at_the_mt_bar(bleu, learned):
+    claim = C.BY_NAME["t2-ende-r-close-v"]
+    assert claim.learned_min == C.MT_BLEU_LEARNED == 5.0 and "and at least 5" in claim.rule()
+    found = C.judge(claim, mt_rows(bleu, {"R": 60.0, "V": 61.0}) + [mt_floor(bleu=0.07)])
+    if learned:
+        assert found["metric"] == "bleu" and "proxy" not in found
+        return
+    assert found["status"] == f"reproduced {PROXY}" and found["metric"] == "ppl"
+    low = ", ".join(f"{v} {b:.4g}" for v, b in bleu.items() if b < 5)
+    assert found["not_learned"]["note"] == (f"not learned: {low} vs floor 0.07 (copy source; a variant needs "
+                                            "bleu > 1.07: 1 points above it, and at least 5)")
+
+
+def test_the_learned_minimum_leaves_other_claims_alone():
+    assert {c.name for c in C.CLAIMS if c.learned_min} == {c.name for c in C.CLAIMS if c.proxy}
+    claim = C.BY_NAME["t3-sum-r-below-v"]  # ROUGE-L: the lead floor + 1 point is the whole gate
+    floor = {"variant": "floor", "floor": True, "name": "lead-7", "metrics": {"rougeL": 1.0}}
+    found = C.judge(claim, [seeded("R", "rougeL", [3.0, 3.1, 3.2]), seeded("V", "rougeL", [4.0, 4.1, 4.2]), floor])
+    assert found["status"] == "reproduced" and "note" not in found
+
+
 def test_the_proxy_uses_the_item_errors_and_intervals_of_ppl():
     claim = C.BY_NAME["t2-ende-r-close-v"]
     ppl = {"R": 60.0, "V": 61.0}  # gap -1.6%: inside the ±5% band when the items pin it down
