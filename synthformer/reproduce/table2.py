@@ -37,6 +37,13 @@ LM_CPU_TRAIN = dict(seq_len=128, batch_size=32, steps=3000, warmup_steps=100, ev
 MT_CPU_MODEL = dict(embed_dim=128, num_heads=4, num_layers=3, ffn_dim=512, max_seq_len=64)
 MT_CPU_TRAIN = dict(seq_len=64, batch_size=32, steps=3000, warmup_steps=100, eval_every=250, checkpoint_every=250,
                     log_every=50)
+# Its sweep candidates train the whole 3,000 steps (session 21, reproductions/NOTES.md): a decoder first learns the
+# target language and only later to read its source, and a shorter sweep picks the lr that is ahead on the first.
+# R, seed 0: at 750 steps lr 1.6e-2 (x10 tables) beats 4e-3 (4.259 against 4.392 validation loss), at 1,500 still
+# (3.821 against 3.842); after 3,000, 1.6e-2 reaches test PPL 30.9 and BLEU 1.9, reading its source for 0.17
+# nats a token, and 4e-3 test PPL 26.1 and BLEU 4.4, reading it for 0.84 (V at 4e-3: 27.7, BLEU 3.5). V's own
+# 750-step choice (4e-3 over 2e-3 by 0.003 nats) ends at test PPL 22.6-27.7, where 2e-3 reached 20.0 in sizing.
+MT_CPU_TUNE_FRACTION = 1.0
 
 
 def grids(budget: str) -> list[Grid]:
@@ -46,12 +53,12 @@ def grids(budget: str) -> list[Grid]:
                            **per_budget(budget, dict(steps=2), MT_CPU_TRAIN,
                                         dict(steps=20000, seq_len=128, decode="beam", num_beams=4, warmup_steps=2000))),
               budget_model(budget, **per_budget(budget, {}, MT_CPU_MODEL, dict(max_seq_len=128))),
-              kind="seq2seq-mt",
+              kind="seq2seq-mt", tune_fraction=per_budget(budget, None, MT_CPU_TUNE_FRACTION, None),
               note="Encoder-decoder; the variant is the self-attention of encoder and decoder, cross-attention is "
                    "vanilla. BLEU (sacrebleu) on the decoded validation verses; valid PPL is the teacher-forced "
                    "perplexity of the target verses, beside a floor row of both copy-source BLEU and the target-side "
-                   "Kneser-Ney bigram PPL. While BLEU is not learned (at most 1 point above copying the source), each "
-                   "claim is judged on that PPL instead, gated by the bigram floor, and its status says "
+                   "Kneser-Ney bigram PPL. While BLEU is not learned (a variant at most 1 point above copying the source, "
+                   "or under 5 BLEU), each claim is judged on that PPL instead, gated by the bigram floor, and its status says "
                    "'(proxy: teacher-forced ppl; BLEU not learned)'.")
     lm = Grid("lm", "Language modelling: chitchat perplexity (stands in for LM1B)", "lm", "chitchat", VARIANTS,
               budget_train(budget, task="lm", data="chitchat",
