@@ -454,11 +454,11 @@ def reused(theirs: Path, cells: Path | None, cfg, model_overrides: dict) -> dict
 
 def check_cell(run: Path, result: dict, cfg, model_overrides: dict) -> None:
     """A finished run (its folder ``run``, or its cell file) is reused only when it was trained with the
-    config this comparison asks of it."""
-    from .train import RESUME_FREE
+    config this comparison asks of it (its checkpoint cadence aside, `RESULT_FREE`)."""
+    from .train import RESULT_FREE
 
-    theirs = {k: v for k, v in (result.get("train") or {}).items() if k not in RESUME_FREE}
-    mine = json.loads(json.dumps({k: v for k, v in cfg.to_dict().items() if k not in RESUME_FREE}))
+    theirs = {k: v for k, v in (result.get("train") or {}).items() if k not in RESULT_FREE}
+    mine = json.loads(json.dumps({k: v for k, v in cfg.to_dict().items() if k not in RESULT_FREE}))
     diff = [f"{k} {theirs.get(k)} (now {mine.get(k)})" for k in sorted(theirs.keys() | mine.keys())
             if theirs.get(k) != mine.get(k)]
     if (result.get("model") or {}).get("attention") != model_overrides["attention"]:

@@ -55,7 +55,7 @@ from .task_data import TaskData, prepare_data  # noqa: F401 (re-exported: the na
 from .tasks.base import to_device
 from .train_config import TrainConfig, lr_at
 
-__all__ = ["RESUME_FREE", "TaskData", "TrainConfig", "evaluate", "lr_at", "prepare_data", "train"]
+__all__ = ["RESULT_FREE", "RESUME_FREE", "TaskData", "TrainConfig", "evaluate", "lr_at", "prepare_data", "train"]
 
 
 def default_out(task: str) -> str:
@@ -64,6 +64,8 @@ def default_out(task: str) -> str:
 
 # ----------------------------------------------------------------------------- opening the run
 RESUME_FREE = ("resume", "stop_after", "progress", "device", "threads", "tensorboard", "report_to", "out")  # may change on resume
+# ... and what a finished run computed does not depend on either: a finished run is reused whatever they were
+RESULT_FREE = RESUME_FREE + ("checkpoint_every", "keep_checkpoints")
 
 
 def _run_folder(cfg: TrainConfig, d: Dist) -> Path:

@@ -34,7 +34,8 @@ The sweep selects on the validation split. A comparison with ``eval_test`` (ever
 its cpu and gpu budgets) reports and judges the test split, which the selection never saw; without it
 the tables report the validation split the sweep chose on, and the (small) optimism this adds is the
 same for every variant. Candidate runs live in ``OUT/tune/<variant>/<candidate>``; a rerun
-reuses finished ones and resumes an interrupted one.
+reuses finished ones and resumes an interrupted one from its last checkpoint (the comparison's
+``checkpoint_every``: a whole-run candidate killed near its end loses minutes, not the run).
 """
 from __future__ import annotations
 
@@ -117,7 +118,7 @@ def sweep(variant: str, base, model_overrides: dict, out: Path, tune: TuneConfig
     def run(values: dict, label: str) -> None:
         folder = out / TUNE_DIR / variant / candidate_name(values)
         cfg = dataclasses.replace(base, **{**values, "warmup_steps": min(values["warmup_steps"], steps)}, steps=steps,
-                                  out=str(folder), eval_every=0, checkpoint_every=0, decode_examples=0, eval_test=False)
+                                  out=str(folder), eval_every=0, decode_examples=0, eval_test=False)
         result = train_cell(cfg, {**model_overrides, "attention": variant}, f"tune {variant} [{label}] "
                             f"{candidate_name(values)}")
         metrics = result.get("valid") or {}

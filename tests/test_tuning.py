@@ -3,6 +3,11 @@ validation split; a tiny sweep runs through the real `compare` and the chosen va
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -181,6 +186,44 @@ def test_a_sweep_is_taken_from_another_folder_of_the_same_settings(dialogue, tmp
     with pytest.raises(SynthformerError, match="batch_size 4 \\(now 5\\)"):
         compare(["V"], {**train, "batch_size": 5}, {}, tmp_path / "c", seeds=1, tune=tune, sweeps_from=tmp_path / "a",
                 log=lambda m: None)
+
+
+def test_a_candidate_killed_mid_run_resumes_from_its_checkpoint(dialogue, tmp_path):
+    """A real interruption: `synthformer compare` is SIGKILLed once its sweep candidate has written a
+    checkpoint (candidates keep the comparison's checkpoint_every), and the rerun resumes the candidate there
+    instead of training it again from step 0."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("compare:\n  seeds: 1\n  variants: [V]\n  tune: {lr_mults: [1], fraction: 1.0, edge_steps: 0}\n")
+    out = tmp_path / "cmp"
+    args = ["--config", cfg, "--data", dialogue, "--out", out, "--steps", "60", "--checkpoint_every", "5",
+            "--seq_len", "24", "--vocab_size", "300", "--batch_size", "4", "--eval_every", "0", "--eval_batches",
+            "2", "--threads", "1", "--progress", "false", "--warmup_steps", "1"]
+    proc = subprocess.Popen([sys.executable, "-m", "synthformer.cli", "compare", *map(str, args)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline = time.time() + 90
+    while not list(out.glob("tune/V/*/checkpoints/latest.json")) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    (pointer,) = out.glob("tune/V/*/checkpoints/latest.json")
+    step = json.loads(pointer.read_text())["step"]  # caught within ~10 ms of step 5's checkpoint
+    assert 5 <= step < 60 and not (pointer.parents[1] / "done.json").exists()
+    code, stdout, err = compare_main(*args)
+    assert code == 0, err
+    assert f"resumed {pointer.parents[1]} at step {step}" in stdout + err
+    assert json.loads((pointer.parents[1] / "done.json").read_text())["step"] == 60
+
+
+def test_a_finished_run_is_reused_whatever_its_checkpoint_cadence():
+    """`check_cell`: checkpoint_every and keep_checkpoints do not change what a run computed (a sweep candidate
+    of an earlier version kept no checkpoints), so they never refuse a finished run; its lr does."""
+    from synthformer.compare import CompareError, check_cell
+
+    cfg = TrainConfig(task="lm", steps=10, checkpoint_every=100, keep_checkpoints=1)
+    result = {"train": {**cfg.to_dict(), "checkpoint_every": 0, "keep_checkpoints": 3}, "model": {"attention": "V"}}
+    check_cell(Path("run"), result, cfg, {"attention": "V"})
+    with pytest.raises(CompareError, match="lr 0.5"):
+        check_cell(Path("run"), {**result, "train": {**result["train"], "lr": 0.5}}, cfg, {"attention": "V"})
 
 
 def test_the_tuning_table_names_choices_at_the_edge_of_the_lr_grid():
