@@ -64,7 +64,7 @@ def default_out(task: str) -> str:
 
 # ----------------------------------------------------------------------------- opening the run
 RESUME_FREE = ("resume", "stop_after", "progress", "device", "threads", "tensorboard", "report_to", "out")  # may change on resume
-# ... and what a finished run computed does not depend on either: a finished run is reused whatever they were
+# what a finished run computed depends on none of these nor on its checkpoint cadence: reused whatever they were
 RESULT_FREE = RESUME_FREE + ("checkpoint_every", "keep_checkpoints")
 
 
