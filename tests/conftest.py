@@ -1,5 +1,10 @@
 import contextlib
 import io
+import os
+import signal
+import subprocess
+import sys
+import time
 import warnings
 
 import pytest
@@ -41,6 +46,18 @@ def run_cli(*args) -> tuple[int, str, str]:
     from synthformer.cli import main as cli_main
 
     return run_in_process(cli_main, *args)
+
+
+def kill_cli_when(ready, *args, timeout: float = 90) -> None:
+    """Run the `synthformer` command in a second process (one thread) and SIGKILL it once ``ready()`` holds,
+    it exits, or `timeout` seconds pass: a real interruption."""
+    proc = subprocess.Popen([sys.executable, "-m", "synthformer.cli", *map(str, args)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline = time.time() + timeout
+    while not ready() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
 
 
 def one_line_error(code: int, err: str, *needles: str) -> None:

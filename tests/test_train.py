@@ -7,10 +7,8 @@ import json
 import math
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +16,7 @@ import torch
 from safetensors.torch import load_file
 
 from synthformer.data import load_tokenizer
-from conftest import run_in_process
+from conftest import kill_cli_when, run_in_process
 from synthformer.errors import ConfigError
 from synthformer.train import TrainConfig, lr_at, train
 
@@ -161,15 +159,8 @@ def test_resume_after_kill_gives_the_same_weights(data, tmp_path):
             "--progress", "false", "--warmup_steps", "5"]
     full, killed = tmp_path / "full", tmp_path / "killed"
     ok("train", "--out", full, *args)
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "synthformer.cli", "train", "--out", str(killed), *map(str, args)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     pointer = killed / "checkpoints" / "latest.json"
-    deadline = time.time() + 90
-    while not pointer.exists() and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    kill_cli_when(pointer.exists, "train", "--out", killed, *args)
     assert pointer.exists(), "the run never wrote a checkpoint"
     if (killed / "done.json").exists():
         pytest.skip("the run finished before it could be killed (machine too fast for this budget)")

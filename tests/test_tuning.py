@@ -3,11 +3,6 @@ validation split; a tiny sweep runs through the real `compare` and the chosen va
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +10,7 @@ import pytest
 from synthformer.errors import ConfigError
 from synthformer.train import TrainConfig
 from synthformer.tuning import TuneConfig, best_index, candidates, has_tables, make_tune
+from conftest import kill_cli_when
 from test_compare import compare_main, dialogue  # noqa: F401 (dialogue: the tiny data file fixture)
 
 TINY = ["--steps", "3", "--seq_len", "24", "--vocab_size", "300", "--batch_size", "4", "--eval_batches", "2",
@@ -198,13 +194,7 @@ def test_a_candidate_killed_mid_run_resumes_from_its_checkpoint(dialogue, tmp_pa
     args = ["--config", cfg, "--data", dialogue, "--out", out, "--steps", "60", "--checkpoint_every", "5",
             "--seq_len", "24", "--vocab_size", "300", "--batch_size", "4", "--eval_every", "0", "--eval_batches",
             "2", "--threads", "1", "--progress", "false", "--warmup_steps", "1"]
-    proc = subprocess.Popen([sys.executable, "-m", "synthformer.cli", "compare", *map(str, args)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    deadline = time.time() + 90
-    while not list(out.glob("tune/V/*/checkpoints/latest.json")) and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    kill_cli_when(lambda: any(out.glob("tune/V/*/checkpoints/latest.json")), "compare", *args)
     (pointer,) = out.glob("tune/V/*/checkpoints/latest.json")
     step = json.loads(pointer.read_text())["step"]  # caught within ~10 ms of step 5's checkpoint
     assert 5 <= step < 60 and not (pointer.parents[1] / "done.json").exists()
