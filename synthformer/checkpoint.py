@@ -40,12 +40,17 @@ def rank_state(device: torch.device, batcher, mask_generator: torch.Generator, w
             "data": batcher.state_dict(), "window": [float(window[0]), int(window[1])]}
 
 
+def checkpoint_name(step: int) -> str:
+    """The folder name of the checkpoint at `step` (under checkpoints/)."""
+    return f"step-{step:08d}"
+
+
 def save_checkpoint(out: Path, step: int, model, optimizer, rank_states: list, counters: dict, keep: int) -> Path:
     """Write checkpoints/step-N atomically (temp folder, manifest, rename), then point latest.json at it."""
     folder = out / CKPT_DIR
     folder.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(folder)
-    name = f"step-{step:08d}"
+    name = checkpoint_name(step)
     final = folder / name
     if not final.exists():  # the same step is never written twice (its state would be identical)
         tmp = folder / f".{name}.tmp-{os.getpid()}"

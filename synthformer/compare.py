@@ -41,7 +41,7 @@ from .mixers.registry import check_slot, display_name
 from .reference_results import LABEL, TASK_KINDS, task_kind
 from .speed import add_speed, speed_note
 from .report import floor_line, findings, findings_markdown, table_markdown, tuning_markdown
-from .tuning import TuneConfig, make_tune, sweep, untuned
+from .tuning import TuneConfig, make_tune, sweep, untuned, winner_run
 
 # The paper's Table 2 variants plus its strongest convolutional baseline (Table 4).
 DEFAULT_VARIANTS = ("V", "Fix", "R", "FR", "D", "FD", "R+V", "D+V", "dynamicconv")
@@ -336,7 +336,8 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
                 tag = f"[{i * seeds + j + 1}/{total}] {name}" + (f" seed {seed}" if seeds > 1 else "")
                 run = run_folder(out, name, seed, seeds)
                 cfg = dataclasses.replace(base, **tuned, out=str(run), seed=seed)
-                result = cell.train(cfg, {**model_overrides, "attention": name}, tag)
+                result = cell.train(cfg, {**model_overrides, "attention": name}, tag,
+                                    continue_from=winner_run(scores, base) if j == 0 else None)
                 # with eval_test the test split is what is reported and judged (the sweep chose on validation)
                 per_seed.append({"seed": seed, "params": result["params"],
                                  "metrics": _plain(result["test"] if base.eval_test else result["valid"]),
@@ -396,10 +397,12 @@ class _Cells:
         self.out, self.data, self.log, self.reuse_only = out, data, log, reuse_only
         self.sweeps_from = sweeps_from
 
-    def train(self, cfg, model_overrides: dict, tag: str, candidate: bool = False) -> dict:
+    def train(self, cfg, model_overrides: dict, tag: str, candidate: bool = False,
+              continue_from: Path | None = None) -> dict:
         """The result of run ``cfg.out``: read from its done.json when it finished (with these
         settings, else refused), or from its cell when the run folder is absent, or (a sweep
-        `candidate`) from `sweeps_from`; otherwise trained (resumed from its checkpoint when it started)."""
+        `candidate`) from `sweeps_from`; otherwise trained (resumed from its checkpoint when it started;
+        a new one continuing run `continue_from`, the sweep's winner, when given)."""
         from .runs import read_done
         from .train import train
 
@@ -426,8 +429,12 @@ class _Cells:
         else:
             resume = (run / "config.json").exists()
             data = None if resume else self.data  # resuming: train reads the run's own tokenizer and data
+            source = None if resume else continue_from
+            if source is not None:
+                self.log(f"{tag}: the same training as the sweep's winner {source}: continuing it (this seed's "
+                         "own evaluation only)")
             result = train(dataclasses.replace(cfg, resume=resume), model_overrides, data=data, label=tag,
-                           log=self.log)
+                           log=self.log, continue_from=source)
         save_cell(self.out, run, result)
         return result
 

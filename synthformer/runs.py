@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import CKPT_DIR, RunError, latest_checkpoint, read_latest
+from .checkpoint import CKPT_DIR, RunError, checkpoint_name, latest_checkpoint, read_latest
 from .data import load_tokenizer
 from .data.tokenizer import META_FILENAME
 from .errors import SynthformerError
@@ -131,6 +131,20 @@ def trim_metrics(out, step: int) -> None:
         atomic_write_text(file, "".join(json.dumps(r) + "\n" for r in read_metrics(out) if r["step"] <= step))
 
 
+def holds_final_checkpoint(run, steps: int) -> bool:
+    """Whether run `run` finished (done.json) at `steps` and still holds that step's checkpoint: a new run can
+    continue it (`train`'s continue_from) without training a step."""
+    ckpt = latest_checkpoint(run) if (Path(run) / DONE).exists() else None
+    return ckpt is not None and ckpt.name == checkpoint_name(steps)
+
+
+def copy_metrics(source, out, step: int) -> None:
+    """Start ``out/metrics.jsonl`` with the rows of run `source` before ``step`` and its training rows at
+    ``step`` (a run continuing `source` from there evaluates that step again, with its own settings)."""
+    rows = [r for r in read_metrics(source) if r["step"] < step or (r["step"] == step and r["split"] == "train")]
+    atomic_write_text(Path(out) / METRICS, "".join(json.dumps(r) + "\n" for r in rows))
+
+
 def run_model_folder(out) -> tuple[Path, bool]:
     """(folder of the model to use, finished): the final ``model/``, else the latest checkpoint."""
     out = Path(out)
@@ -232,14 +246,29 @@ def check_folder(out: Path, cfg, d: Dist, resume_free: tuple[str, ...]) -> dict 
         raise RunError(f"nothing to resume: {out / RUN_CONFIG} not found; start the run without --resume")
     if (out / DONE).exists():
         raise RunError(f"run {out} is already complete (done.json); choose another --out")
+    return _stored_alike(out, cfg, d, resume_free, f"cannot resume {out} with a different config")
+
+
+def check_source(source: Path, cfg, d: Dist, free: tuple[str, ...]) -> dict:
+    """The stored config of run `source`, which a new run continues from its latest checkpoint (`train`'s
+    `continue_from`): it must hold a checkpoint and have been trained with `cfg` on every field but `free`
+    (what a run evaluates, and its cadences), by as many processes."""
+    if latest_checkpoint(source) is None:
+        raise RunError(f"continue_from={source}: no checkpoint to continue from (give a run folder that has "
+                       "checkpoints/)")
+    return _stored_alike(source, cfg, d, free, f"cannot continue {source} with a different config")
+
+
+def _stored_alike(out: Path, cfg, d: Dist, free: tuple[str, ...], refused: str) -> dict:
+    """The verified config.json of run `out`, refused (`refused`: the start of the message) unless it holds
+    `cfg` on every field but `free` and was trained by `d`'s world size."""
     stored = read_run_config(out)
     verify_run(out)
-    fixed = {k: v for k, v in stored["train"].items() if k not in resume_free}
-    mine = {k: v for k, v in cfg.to_dict().items() if k not in resume_free}
+    fixed = {k: v for k, v in stored["train"].items() if k not in free}
+    mine = {k: v for k, v in cfg.to_dict().items() if k not in free}
     changed = {k: (fixed.get(k), v) for k, v in mine.items() if fixed.get(k) != v}
     if changed:
-        raise RunError(f"cannot resume {out} with a different config (stored, given): {changed}; "
-                       f"only {', '.join(resume_free)} may change")
+        raise RunError(f"{refused} (stored, given): {changed}; only {', '.join(free)} may change")
     world = stored.get("world_size", 1)
     if world != d.world_size:
         raise RunError(f"{out} was trained by {world} process(es); resume it with the same world size "

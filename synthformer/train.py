@@ -48,14 +48,15 @@ from .memory import check_training_memory
 from .model import ModelConfig, build_model, count_parameters
 from .model.io import load_weights
 from .optim import build_optimizer, set_lr
-from .plan import model_config, prepare, run_data, stored_model_config
+from .plan import model_config, prepare, run_data, stored_model_config, tokenizer_identity
 from .reporting import check_report_to
-from .runs import MetricsLogger, check_folder, load_run_tokenizer, open_run, read_run_config, write_done, write_start
+from .runs import (MetricsLogger, check_folder, check_source, copy_metrics, load_run_tokenizer, open_run,
+                   read_run_config, write_done, write_start)
 from .task_data import TaskData, prepare_data  # noqa: F401 (re-exported: the names callers import from here)
 from .tasks.base import to_device
 from .train_config import TrainConfig, lr_at
 
-__all__ = ["RESULT_FREE", "RESUME_FREE", "TaskData", "TrainConfig", "evaluate", "lr_at", "prepare_data", "train"]
+__all__ = ["EVAL_ONLY", "RESULT_FREE", "RESUME_FREE", "TaskData", "TrainConfig", "evaluate", "lr_at", "prepare_data", "train"]
 
 
 def default_out(task: str) -> str:
@@ -64,8 +65,13 @@ def default_out(task: str) -> str:
 
 # ----------------------------------------------------------------------------- opening the run
 RESUME_FREE = ("resume", "stop_after", "progress", "device", "threads", "tensorboard", "report_to", "out")  # may change on resume
-# what a finished run computed depends on none of these nor on its checkpoint cadence: reused whatever they were
-RESULT_FREE = RESUME_FREE + ("checkpoint_every", "keep_checkpoints")
+# what a finished run computed depends on none of these, nor on its checkpoint cadence nor on how often it was
+# evaluated on the way (only its curve has fewer points): reused whatever they were
+RESULT_FREE = RESUME_FREE + ("checkpoint_every", "keep_checkpoints", "eval_every")
+# what a run evaluates, never what it trains (evaluation draws on no training RNG): a run continued from another
+# (`train`'s continue_from) may differ from it in these
+EVAL_ONLY = ("eval_every", "eval_batches", "final_eval_batches", "eval_test", "decode", "num_beams", "decode_examples",
+             "test_decode_examples")
 
 
 def _run_folder(cfg: TrainConfig, d: Dist) -> Path:
@@ -157,10 +163,34 @@ def _reopen(cfg: TrainConfig, stored: dict, data: TaskData | None, out: Path, d:
     return parts
 
 
-def _restore(parts: Parts, out: Path, d: Dist, device: torch.device, say) -> tuple[int, dict, tuple]:
+def _continue(cfg: TrainConfig, overrides: dict, data: TaskData | None, out: Path, d: Dist, device: torch.device,
+              source: Path, say) -> Parts:
+    """A new run that continues run `source` (`train`'s continue_from): its model config and tokenizer, checked
+    against what this run asks for before anything is written."""
+    stored = check_source(source, cfg, d, RESULT_FREE + EVAL_ONLY)
+    tokenizer = load_run_tokenizer(source)
+    if data is not None and tokenizer_identity(data.tokenizer) != tokenizer_identity(tokenizer):
+        raise RunError(f"continue_from={source}: the data were encoded with another tokenizer than that run's")
+    model_cfg = stored_model_config(stored, source)
+    data = data or run_data(cfg, model_cfg, tokenizer, log=say)
+    asked, theirs = model_config(cfg, overrides, data).to_dict(), model_cfg.to_dict()
+    other = sorted(k for k in {*asked, *theirs} if asked.get(k) != theirs.get(k))
+    if other:
+        diff = ", ".join(f"{k} {theirs.get(k)!r}, asked {asked.get(k)!r}" for k in other)
+        raise RunError(f"continue_from={source} trained another model ({diff}); continue a run of the same model")
+    parts = _build(cfg, model_cfg, data, d, device)
+    _check_eval_splits(cfg, data)
+    if d.main:
+        write_start(out, cfg, model_cfg, tokenizer, d.world_size)
+    barrier(d)
+    return parts
+
+
+def _restore(parts: Parts, out: Path, d: Dist, device: torch.device, say,
+             source: Path | None = None) -> tuple[int, dict, tuple]:
     """Weights, optimizer, RNGs, data position and the open logging window (loss sum, steps) from the
-    latest checkpoint (verified first)."""
-    ckpt = latest_checkpoint(out)
+    latest checkpoint (verified first) of run `out`, or of run `source` that `out` continues."""
+    ckpt = latest_checkpoint(source or out)
     if ckpt is None:
         return 0, _new_counters(), (0.0, 0)
     load_weights(parts.model, ckpt, device=str(device))  # checks every file against the manifest
@@ -173,7 +203,8 @@ def _restore(parts: Parts, out: Path, d: Dist, device: torch.device, say) -> tup
         torch.cuda.set_rng_state(mine["cuda"], device)
     random.setstate(mine["python"])
     parts.mask_generator.set_state(mine["mask_generator"])
-    say(f"resumed {out} at step {state['step']} from {ckpt.name}")
+    say(f"continued {source} at step {state['step']} ({ckpt.name}) as {out}" if source else
+        f"resumed {out} at step {state['step']} from {ckpt.name}")
     return state["step"], dict(state["counters"]), tuple(mine.get("window", (0.0, 0)))
 
 
@@ -314,7 +345,7 @@ def _run_loop(loop: _Loop) -> None:
         bar.close()
 
 
-def _finish(loop: _Loop, params: int, wall0: float) -> dict:
+def _finish(loop: _Loop, params: int, wall0: float, source: Path | None = None) -> dict:
     """The final weights, then done.json last (a run without it is not complete)."""
     cfg, d, p = loop.cfg, loop.d, loop.parts
     if loop.last_valid is None and d.main:  # resumed after the last checkpoint but before done.json
@@ -322,7 +353,8 @@ def _finish(loop: _Loop, params: int, wall0: float) -> dict:
     result = {"step": loop.step, "valid": loop.last_valid, "params": params, "tokens": loop.counters["tokens"],
               "train_time_s": loop.counters["train_time"], "tokens_per_s": _throughput(loop.counters),
               "wall_s_this_invocation": time.time() - wall0, "world_size": d.world_size, "rank": d.rank,
-              "model": p.model_cfg.to_dict(), "train": cfg.to_dict(), "out": str(loop.out)}
+              "model": p.model_cfg.to_dict(), "train": cfg.to_dict(), "out": str(loop.out),
+              **({"continued_from": str(source)} if source is not None else {})}
     if cfg.eval_test and d.main:
         k = len(p.data.encoded["test"]) if cfg.test_decode_examples is None else cfg.test_decode_examples
         result["test"] = evaluate(p.data.task, p.model, p.data, cfg, split="test", max_batches=cfg.final_eval_batches,
@@ -340,13 +372,20 @@ def _finish(loop: _Loop, params: int, wall0: float) -> dict:
 
 
 def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskData | None = None,
-          label: str | None = None, log=None) -> dict:
+          label: str | None = None, log=None, continue_from: str | Path | None = None) -> dict:
     """Train (or resume) one run; returns the final metrics (also written to out/done.json).
 
     `model_overrides` are ModelConfig fields over the preset (e.g. ``{"attention": "R+V"}``);
     `data` reuses an already tokenized `TaskData` (a comparison shares one); `label` names the
     progress bar. Returns ``{"stopped_at": step, ...}`` without done.json when `stop_after` ends it early.
     Under DDP every rank returns the result; ``result["rank"]`` says which (print it on rank 0 only).
+
+    `continue_from`: a new run that starts where run `continue_from` stands (its latest checkpoint: weights,
+    optimizer, RNGs, data position, step, and its metrics rows), trained with `cfg` but for what it evaluates
+    (EVAL_ONLY) and its checkpoint cadence. It trains on exactly as `continue_from` would, evaluates that step
+    with its own settings (a finished one: its final evaluation alone) and keeps its own checkpoints;
+    ``result["continued_from"]`` names the source. A comparison's first seed continues its winning
+    whole-run sweep candidate this way (`synthformer.compare`).
     """
     from tqdm.auto import tqdm
 
@@ -357,14 +396,22 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
         torch.set_num_threads(cfg.threads)
     say = log or (lambda msg: tqdm.write(msg) if d.main else None)
     out = _run_folder(cfg, d)
+    source = None if continue_from is None else Path(continue_from)
+    if source is not None and cfg.resume:
+        raise RunError(f"continue_from={source} starts a new run; resume=true continues {out} itself: give one of them")
     with open_run(out, d):
         stored = check_folder(out, cfg, d, RESUME_FREE)
         barrier(d)  # every rank has checked the folder before rank 0 writes to it
-        if stored is None:
+        if source is not None:
+            parts = _continue(cfg, dict(model_overrides or {}), data, out, d, device, source, say)
+        elif stored is None:
             parts = _start(cfg, dict(model_overrides or {}), data, out, d, device, say)
         else:
             parts = _reopen(cfg, stored, data, out, d, device, say)
-        step, counters, window = _restore(parts, out, d, device, say) if cfg.resume else (0, _new_counters(), (0.0, 0))
+        step, counters, window = (_restore(parts, out, d, device, say, source) if cfg.resume or source
+                                  else (0, _new_counters(), (0.0, 0)))
+        if source is not None and d.main:
+            copy_metrics(source, out, step)
         params = count_parameters(parts.model)
         ddp = parts.model
         if d.world_size > 1:
@@ -377,10 +424,12 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
         loop = _Loop(cfg, parts, ddp, d, device, out, logger, say, label or cfg.task, step, counters, first_step=step,
                      window_loss=float(window[0]), window_n=int(window[1]))
         try:
+            if source is not None:  # this step's evaluation, with this run's settings, and its own checkpoint
+                _evaluate_and_checkpoint(loop, stopping=True)
             _run_loop(loop)
             if loop.step < cfg.steps:
                 say(f"stopped at step {loop.step} of {cfg.steps}; continue with resume=true (--resume --out {out})")
                 return {"stopped_at": loop.step, "out": str(out), "rank": d.rank}
-            return _finish(loop, params, wall0)
+            return _finish(loop, params, wall0, source)
         finally:
             logger.close()

@@ -23,6 +23,10 @@ the baselines got no tuning at all). The protocol, used by `synthformer compare 
    (lra text at a quarter of its steps did): it is logged and the report names it (`at_chance`).
 4. Every seed of the variant then trains the full budget with the chosen values. They are stored in
    the result row (``"tuned"``) with every candidate's score (``"sweep"``) and printed in the reports.
+   Candidates of the whole budget (``fraction`` 1) train exactly what the first seed would: that seed
+   continues the winner's run from its final checkpoint (`winner_run`; `train`'s continue_from), so only
+   its own evaluation runs (decoding, the test split). Candidates evaluate on the base's ``eval_every``, so
+   that seed's curve is whole.
 
 Cost with the defaults: a variant with position tables trains 8 candidates x 1/4 of the budget (two
 budgets' steps), one without 4 x 1/4 (one budget), one or two more where the choice lands on an edge,
@@ -118,7 +122,7 @@ def sweep(variant: str, base, model_overrides: dict, out: Path, tune: TuneConfig
     def run(values: dict, label: str) -> None:
         folder = out / TUNE_DIR / variant / candidate_name(values)
         cfg = dataclasses.replace(base, **{**values, "warmup_steps": min(values["warmup_steps"], steps)}, steps=steps,
-                                  out=str(folder), eval_every=0, decode_examples=0, eval_test=False)
+                                  out=str(folder), decode_examples=0, eval_test=False)
         result = train_cell(cfg, {**model_overrides, "attention": variant}, f"tune {variant} [{label}] "
                             f"{candidate_name(values)}")
         metrics = result.get("valid") or {}
@@ -145,6 +149,19 @@ def sweep(variant: str, base, model_overrides: dict, out: Path, tune: TuneConfig
         log(f"tune {variant}: warning: no candidate beat the majority class on validation, so the choice rests on "
             "noise; train the candidates longer (a grid's tune_fraction, or more steps)")
     return chosen, scores
+
+
+def winner_run(scores: list[dict], base) -> Path | None:
+    """The run folder of the sweep's winner when it trained the whole budget of `base` (a TrainConfig) and its
+    folder still holds its final checkpoint: the first seed (the seed candidates train from) continues it;
+    None otherwise (a share of the budget, or only the candidate's cell is left)."""
+    from .runs import holds_final_checkpoint
+
+    if not scores:
+        return None
+    best = scores[best_index([c["valid"] for c in scores])]
+    full = best.get("steps") == base.steps
+    return Path(best["run"]) if full and holds_final_checkpoint(best["run"], base.steps) else None
 
 
 def at_chance(scores: list[dict]) -> bool:

@@ -173,6 +173,40 @@ def test_resume_after_kill_gives_the_same_weights(data, tmp_path):
     assert_same_weights(full, killed)
 
 
+def test_a_run_continued_from_another_trains_on_exactly_and_evaluates_with_its_own_settings(data, tmp_path):
+    """continue_from: a seq2seq run (dropout on) stopped at step 4, never evaluated, continued into a new folder
+    that evaluates every 2 steps, decodes and scores the test split, ends with the weights, rows and metrics of
+    a run trained straight with those settings (so evaluating on the way changes nothing in training), less
+    the evaluation the source never made (step 2); what the run trains may not differ."""
+    from synthformer.checkpoint import RunError
+
+    common = dict(task="seq2seq", data=str(data["seq2seq"]), steps=8, batch_size=4, seq_len=24, vocab_size=300,
+                  log_every=1, eval_batches=2, checkpoint_every=3, threads=1, progress=False, warmup_steps=2)
+    model, quiet = {"attention": "FR", "dropout": 0.1}, (lambda m: None)
+    source, continued, straight = tmp_path / "source", tmp_path / "continued", tmp_path / "straight"
+    train(TrainConfig(**common, out=str(source), stop_after=4, eval_every=0, decode_examples=0), model, log=quiet)
+    evaluated = dict(eval_every=2, decode_examples=4, eval_test=True)
+    result = train(TrainConfig(**common, **evaluated, out=str(continued)), model, log=quiet, continue_from=source)
+    expected = train(TrainConfig(**common, **evaluated, out=str(straight)), model, log=quiet)
+    assert result["continued_from"] == str(source) and "continued_from" not in expected
+    assert_same_weights(straight, continued)
+    strip = lambda rs: [{k: v for k, v in r.items() if "time" not in k and "per_s" not in k and k != "eval_s"}  # noqa: E731
+                        for r in rs]
+    assert strip(rows(continued)) == [r for r in strip(rows(straight)) if (r["split"], r["step"]) != ("valid", 2)]
+    assert result["valid"] == expected["valid"] and result["test"] == expected["test"]
+    assert result["valid"]["decoded"] == 4 and json.loads((continued / "checkpoints" / "latest.json").read_text())["step"] == 8
+    assert not (source / "done.json").exists()  # the source is only read
+    refused = [({**common, "lr": 0.01}, model, "cannot continue .*source with a different config .*'lr'"),
+               (common, {"attention": "R", "dropout": 0.1}, "trained another model \\(attention 'FR', asked 'R'\\)"),
+               ({**common, "resume": True}, model, "starts a new run; resume=true continues")]
+    for k, (cfg, overrides, message) in enumerate(refused):
+        with pytest.raises(RunError, match=message):
+            train(TrainConfig(**cfg, out=str(tmp_path / f"no{k}")), overrides, log=quiet, continue_from=source)
+        assert not (tmp_path / f"no{k}" / "config.json").exists()
+    with pytest.raises(RunError, match="no checkpoint to continue from"):
+        train(TrainConfig(**common, out=str(tmp_path / "none")), model, log=quiet, continue_from=tmp_path / "absent")
+
+
 def test_resume_refuses_a_changed_config_and_a_finished_run(data, tmp_path):
     run = tmp_path / "run"
     ok("train", "--data", data["lm"], "--out", run, "--stop_after", "1", *SMALL)

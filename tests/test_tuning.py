@@ -46,6 +46,10 @@ def test_a_tiny_sweep_through_compare_chooses_the_argmin_of_validation(dialogue,
         assert row["tuned"] == {k: best[k] for k in ("lr", "warmup_steps", "table_lr_mult")}
         trained = json.loads((Path(row["run"]) / "config.json").read_text())["train"]
         assert trained["lr"] == row["tuned"]["lr"] and trained["table_lr_mult"] == row["tuned"]["table_lr_mult"]
+        # the candidates trained the whole budget: the seed (the candidates' seed) continues the winner's run
+        done = json.loads((Path(row["run"]) / "done.json").read_text())
+        assert done["continued_from"] == best["run"] and done["valid"]["loss"] == best["valid"]
+    assert stdout.count("continuing it (this seed's own evaluation only)") == 2, stdout
     table = (out / "table.md").read_text()
     assert "Tuning (the same sweep for every variant" in table and "x1/8 of the base" in table
     assert f"| R | {by['R']['tuned']['lr']:.3g} | 1 | {by['R']['tuned']['table_lr_mult']:g} |" in table
@@ -204,13 +208,15 @@ def test_a_candidate_killed_mid_run_resumes_from_its_checkpoint(dialogue, tmp_pa
     assert json.loads((pointer.parents[1] / "done.json").read_text())["step"] == 60
 
 
-def test_a_finished_run_is_reused_whatever_its_checkpoint_cadence():
-    """`check_cell`: checkpoint_every and keep_checkpoints do not change what a run computed (a sweep candidate
-    of an earlier version kept no checkpoints), so they never refuse a finished run; its lr does."""
+def test_a_finished_run_is_reused_whatever_its_checkpoint_and_evaluation_cadence():
+    """`check_cell`: checkpoint_every, keep_checkpoints and eval_every do not change what a run computed (a sweep
+    candidate of an earlier version kept no checkpoints and evaluated only at its end), so they never refuse a
+    finished run; its lr does."""
     from synthformer.compare import CompareError, check_cell
 
     cfg = TrainConfig(task="lm", steps=10, checkpoint_every=100, keep_checkpoints=1)
-    result = {"train": {**cfg.to_dict(), "checkpoint_every": 0, "keep_checkpoints": 3}, "model": {"attention": "V"}}
+    result = {"train": {**cfg.to_dict(), "checkpoint_every": 0, "keep_checkpoints": 3, "eval_every": 0},
+              "model": {"attention": "V"}}
     check_cell(Path("run"), result, cfg, {"attention": "V"})
     with pytest.raises(CompareError, match="lr 0.5"):
         check_cell(Path("run"), {**result, "train": {**result["train"], "lr": 0.5}}, cfg, {"attention": "V"})
