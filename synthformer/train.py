@@ -64,9 +64,10 @@ def default_out(task: str) -> str:
 
 
 # ----------------------------------------------------------------------------- opening the run
-RESUME_FREE = ("resume", "stop_after", "progress", "device", "threads", "tensorboard", "report_to", "out")  # may change on resume
-# what a finished run computed depends on none of these, nor on its checkpoint cadence nor on how often it was
-# evaluated on the way (only its curve has fewer points): reused whatever they were
+RESUME_FREE = ("resume", "stop_after", "progress", "device", "threads", "tensorboard", "report_to", "out")  # how a run is executed
+# what a run computes depends on none of these, nor on its checkpoint cadence nor on how often it is evaluated on
+# the way (only its curve has fewer points): they may change on resume, and a finished run is reused whatever they
+# were (RESUME_FREE alone is left out of a comparison's recorded settings)
 RESULT_FREE = RESUME_FREE + ("checkpoint_every", "keep_checkpoints", "eval_every")
 # what a run evaluates, never what it trains (evaluation draws on no training RNG): a run continued from another
 # (`train`'s continue_from) may differ from it in these
@@ -400,7 +401,7 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
     if source is not None and cfg.resume:
         raise RunError(f"continue_from={source} starts a new run; resume=true continues {out} itself: give one of them")
     with open_run(out, d):
-        stored = check_folder(out, cfg, d, RESUME_FREE)
+        stored = check_folder(out, cfg, d, RESULT_FREE)
         barrier(d)  # every rank has checked the folder before rank 0 writes to it
         if source is not None:
             parts = _continue(cfg, dict(model_overrides or {}), data, out, d, device, source, say)

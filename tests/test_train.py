@@ -218,7 +218,8 @@ def test_resume_refuses_a_changed_config_and_a_finished_run(data, tmp_path):
     code, _, err = main("train", "--resume", "--out", run)  # an edited config: refused against the manifest
     assert code == 2 and "config.json" in err and len(err.strip().splitlines()) == 1, err
     (run / "config.json").write_text(original)
-    ok("train", "--resume", "--out", run)
+    ok("train", "--resume", "--out", run, "--eval_every", "2", "--checkpoint_every", "3")  # cadences may change
+    assert json.loads((run / "done.json").read_text())["train"]["eval_every"] == 2
     code, _, err = main("train", "--resume", "--out", run)
     assert code == 2 and "already complete" in err
     code, _, err = main("train", "--data", data["lm"], "--out", run, *SMALL)

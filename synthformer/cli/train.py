@@ -24,7 +24,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args, rest: list[str]) -> int:
     from ..plan import check_model_overrides
-    from ..train import RESUME_FREE, train
+    from ..train import RESULT_FREE, train
 
     train_over, model_over = parse_overrides(rest, args.config)
     if args.resume:
@@ -35,9 +35,9 @@ def run(args, rest: list[str]) -> int:
             raise UsageError("--resume needs --out RUN_FOLDER (the run to continue)")
         if not (Path(out) / "config.json").is_file():
             raise UsageError(f"nothing to resume: {Path(out) / 'config.json'} not found")
-        fixed = [k for k in train_over if k not in RESUME_FREE]
+        fixed = [k for k in train_over if k not in RESULT_FREE]
         if fixed:
-            raise UsageError(f"cannot change {', '.join(fixed)} when resuming; only {', '.join(RESUME_FREE)} may change")
+            raise UsageError(f"cannot change {', '.join(fixed)} when resuming; only {', '.join(RESULT_FREE)} may change")
         stored = read_run_config(out)["train"]
         stored["stop_after"] = None  # a stop is for one invocation only
         cfg = make_train_config({**stored, **train_over, "out": out, "resume": True})
