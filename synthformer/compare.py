@@ -212,8 +212,8 @@ def aggregate(name: str, per_seed: list[dict]) -> dict:
             "interval": intervals(per_seed), "tokens_per_s": tps.mean, "tokens_per_s_std": tps.std,
             "train_time_s": stat([r["train_time_s"] for r in per_seed]).mean, "tokens": first["tokens"],
             "n_seeds": len(per_seed), "run": first["run"], "runs": [r["run"] for r in per_seed],
-            "seeds": [{k: r.get(k) for k in ("seed", "metrics", "valid_metrics", "tokens_per_s", "train_time_s",
-                                             "tokens", "run")} for r in per_seed],
+            "seeds": [{k: r.get(k) for k in ("seed", "metrics", "valid_metrics", "tokens_per_s", "hardware",
+                                             "train_time_s", "tokens", "run")} for r in per_seed],
             "model": first["model"], "train": first["train"]}
 
 
@@ -342,7 +342,8 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
                 per_seed.append({"seed": seed, "params": result["params"],
                                  "metrics": _plain(result["test"] if base.eval_test else result["valid"]),
                                  "valid_metrics": _plain(result["valid"]),
-                                 "tokens_per_s": result["tokens_per_s"], "train_time_s": result["train_time_s"],
+                                 "tokens_per_s": result["tokens_per_s"], "hardware": result.get("hardware"),
+                                 "train_time_s": result["train_time_s"],
                                  "tokens": result["tokens"], "run": str(run), "model": result["model"],
                                  "train": result["train"]})
                 log(f"{tag}: {_summary(per_seed[-1], base.task)}  ({time.time() - t0:.0f}s so far)")

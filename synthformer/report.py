@@ -88,8 +88,10 @@ def table_markdown(rows: list[dict], task: str, baseline: str = "V", kind: str |
             cells.append(f"{100.0 * (m[main_key] - b) / b:+.1f}%")
         else:
             cells.append("—")
-        cells.append(_fmt_stat(r, "tokens_per_s", "{:,.0f}"))
-        cells.append(f"{r['tokens_per_s'] / base['tokens_per_s']:.2f}x" if base else "—")
+        one_machine = len(_machines(r)) == 1
+        cells.append(_fmt_stat(r, "tokens_per_s", "{:,.0f}") if one_machine else "—")
+        cells.append(f"{r['tokens_per_s'] / base['tokens_per_s']:.2f}x"
+                     if base and one_machine and _machines(r) == _machines(base) else "—")
         cells += [_fmt(v) for v in paper_columns(kind, r["variant"]).values()]
         lines.append("| " + " | ".join(cells) + " |")
     for f in floors:
@@ -108,9 +110,22 @@ def table_markdown(rows: list[dict], task: str, baseline: str = "V", kind: str |
         notes.append("The floor row is a trivial baseline on the same data and tokens (e.g. a Kneser-Ney bigram "
                      "for LM, the majority class for classification): a variant not beating it learned nothing "
                      "a claim can be read from.")
+    machines = set().union(*(_machines(r) for r in rows)) if rows else set()
+    if len(machines) > 1:
+        named = "; ".join(sorted(m or "not recorded" for m in machines))
+        notes.append(f"The training runs ran on different machines ({named}): tokens/s and speed are shown only "
+                     f"where a variant's runs and {baseline}'s all ran on one of them.")
     if paper_titles:
         notes.append(f"Columns marked *paper:* are {LABEL} ({CITATION}); compare orderings, not values.")
     return "\n".join(lines + ([""] + notes if notes else []))
+
+
+def _machines(row: dict) -> set:
+    """The hardware the row's tokens/s were measured on (None: not recorded, as in runs before it was): its
+    training runs' own, or the one machine of `synthformer.speed`'s timing when that replaced them."""
+    if "train_tokens_per_s" in row:
+        return {"timed alike"}
+    return {s.get("hardware") for s in row.get("seeds") or [row]}
 
 
 def _fmt_stat(row: dict, key: str, spec: str) -> str:

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import torch
 
+from .bench.measure import device_name
 from .checkpoint import RunError, latest_checkpoint, load_state, rank_state, save_checkpoint
 from .data import DataError
 from .distributed import Dist, barrier, gather, setup_distributed
@@ -346,6 +347,15 @@ def _run_loop(loop: _Loop) -> None:
         bar.close()
 
 
+def hardware(device: torch.device) -> str:
+    """Where a run's throughput was measured, e.g. "cpu (Intel(R) Xeon(R) Processor), 1 thread": runs of one
+    grid may train on different machines, and their tokens/s only compare on the same one."""
+    if device.type != "cpu":
+        return device_name(device)
+    threads = torch.get_num_threads()
+    return f"{device_name(device)}, {threads} thread{'s' if threads > 1 else ''}"
+
+
 def _finish(loop: _Loop, params: int, wall0: float, source: Path | None = None) -> dict:
     """The final weights, then done.json last (a run without it is not complete)."""
     cfg, d, p = loop.cfg, loop.d, loop.parts
@@ -354,7 +364,7 @@ def _finish(loop: _Loop, params: int, wall0: float, source: Path | None = None) 
     result = {"step": loop.step, "valid": loop.last_valid, "params": params, "tokens": loop.counters["tokens"],
               "train_time_s": loop.counters["train_time"], "tokens_per_s": _throughput(loop.counters),
               "wall_s_this_invocation": time.time() - wall0, "world_size": d.world_size, "rank": d.rank,
-              "model": p.model_cfg.to_dict(), "train": cfg.to_dict(), "out": str(loop.out),
+              "hardware": hardware(loop.device), "model": p.model_cfg.to_dict(), "train": cfg.to_dict(), "out": str(loop.out),
               **({"continued_from": str(source)} if source is not None else {})}
     if cfg.eval_test and d.main:
         k = len(p.data.encoded["test"]) if cfg.test_decode_examples is None else cfg.test_decode_examples

@@ -229,6 +229,28 @@ def test_table_reports_change_and_speed_against_v():
     assert r["paper: LM1B PPL"] == "40.6" and dc["paper: LM1B PPL"] == "—"
 
 
+def test_speed_compares_only_runs_on_one_machine():
+    """Cells of one grid may train on different machines: a training run's tokens/s is compared with V's only
+    when all their seeds ran on the same hardware (runs without a record count as one unknown machine)."""
+    def seeded(variant, *machines):
+        r = row(variant, 100.0, 1000.0 * len(machines))
+        r["seeds"] = [{"seed": i, "tokens_per_s": 1000.0 * len(machines), "hardware": m} for i, m in enumerate(machines)]
+        return r
+
+    xeon, epyc = "cpu (Intel Xeon), 1 thread", "cpu (AMD EPYC), 1 thread"
+    rows = [seeded("V", epyc, epyc), seeded("R", epyc, xeon), seeded("Fix", epyc, epyc, epyc), seeded("D", xeon)]
+    table = table_markdown(rows, "lm")
+    cols = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
+            for line in table.splitlines() if line.startswith("| ") and "---" not in line}
+    got = {v: dict(zip(cols["model"], cols[v])) for v in ("V", "R", "Fix", "D")}
+    assert got["Fix"]["speed vs V"] == "1.50x" and got["Fix"]["tokens/s"] == "3,000 ± 0"
+    assert got["R"]["speed vs V"] == got["R"]["tokens/s"] == "—"  # its own seeds mix two machines
+    assert got["D"]["speed vs V"] == "—" and got["D"]["tokens/s"] == "1,000"  # one machine, not V's
+    assert f"different machines (cpu (AMD EPYC), 1 thread; cpu (Intel Xeon), 1 thread)" in table
+    old = table_markdown([row("V", 100.0, 1000.0), row("R", 110.0, 1500.0)], "lm")  # nothing recorded: compared
+    assert "| 1.50x |" in old and "different machines" not in old
+
+
 def test_findings_and_paper_columns_follow_the_task_kind():
     rows = [row("V", 100.0, 1.0), row("Fix", 150.0, 2.0), row("R", 110.0, 2.0), row("R+V", 99.0, 0.9)]
     lm = {f["claim"]: f["status"] for f in findings(rows, "lm")}

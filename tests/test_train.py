@@ -101,6 +101,7 @@ def test_smoke_every_task_through_the_cli(task, attention, data, tmp_path):
     assert stored["model"]["vocab_size"] == load_tokenizer(run).vocab_size
     done = json.loads((run / "done.json").read_text())
     assert done["step"] == 2 and done["valid"][metric] == summary["valid"][metric]
+    assert done["hardware"].startswith("cpu (") and done["hardware"].endswith(", 1 thread")  # where tokens/s was measured
     train_rows, valid_rows = rows(run, "train"), rows(run, "valid")
     assert [r["step"] for r in train_rows] == [1, 2] and [r["step"] for r in valid_rows] == [1, 2]
     assert all(math.isfinite(r["loss"]) and r["tokens_per_s"] > 0 for r in train_rows)
