@@ -3,11 +3,34 @@ from __future__ import annotations
 
 import datetime
 import os
+import platform
 from dataclasses import dataclass
 
 import torch
 
 from .errors import ConfigError
+
+
+def device_name(device: torch.device) -> str:
+    """e.g. "NVIDIA H100" or "cpu (AMD EPYC 7B13)"."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"cpu ({cpu})"
+
+
+def hardware(device: torch.device) -> str:
+    """Where a run's throughput was measured, e.g. "cpu (Intel(R) Xeon(R) Processor), 1 thread": runs of one
+    grid may train on different machines, and their tokens/s only compare on the same one."""
+    if device.type != "cpu":
+        return device_name(device)
+    threads = torch.get_num_threads()
+    return f"{device_name(device)}, {threads} thread{'s' if threads > 1 else ''}"
 
 
 def resolve_device(name: str) -> torch.device:

@@ -39,10 +39,9 @@ from pathlib import Path
 
 import torch
 
-from .bench.measure import device_name
 from .checkpoint import RunError, latest_checkpoint, load_state, rank_state, save_checkpoint
 from .data import DataError
-from .distributed import Dist, barrier, gather, setup_distributed
+from .distributed import Dist, barrier, gather, hardware, setup_distributed
 from .evaluation import evaluate
 from .finetune import from_pretrained, init_encoder, pretrained_encoder
 from .memory import check_training_memory
@@ -345,15 +344,6 @@ def _run_loop(loop: _Loop) -> None:
                 break
     finally:
         bar.close()
-
-
-def hardware(device: torch.device) -> str:
-    """Where a run's throughput was measured, e.g. "cpu (Intel(R) Xeon(R) Processor), 1 thread": runs of one
-    grid may train on different machines, and their tokens/s only compare on the same one."""
-    if device.type != "cpu":
-        return device_name(device)
-    threads = torch.get_num_threads()
-    return f"{device_name(device)}, {threads} thread{'s' if threads > 1 else ''}"
 
 
 def _finish(loop: _Loop, params: int, wall0: float, source: Path | None = None) -> dict:

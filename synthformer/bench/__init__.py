@@ -31,10 +31,11 @@ The package, one job per module:
 """
 from __future__ import annotations
 
+from ..distributed import device_name
 from .cases import (DEFAULT_MODEL_VARIANTS, DEFAULT_VARIANTS, Case, canonical_variant, layer_case, layer_flops,
                     model_case, model_flops)
 from .runner import BenchError, run_benchmarks
-from .measure import PeakMeter, device_name, run_cases
+from .measure import PeakMeter, run_cases
 from .report import Row, load_targets, ratio_table, targets_table, to_row
 
 __all__ = ["BenchError", "Case", "DEFAULT_MODEL_VARIANTS", "DEFAULT_VARIANTS", "PeakMeter", "Row",

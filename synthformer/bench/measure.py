@@ -10,26 +10,12 @@ tensor above it maps fresh pages and freed ones leave the resident set.
 from __future__ import annotations
 
 import ctypes
-import platform
 import statistics
 import time
 
 import torch
 
 from .cases import Case
-
-
-def device_name(device: torch.device) -> str:
-    """e.g. "NVIDIA H100" or "cpu (AMD EPYC 7B13)"."""
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"cpu ({cpu})"
 
 
 BF16_FLAGS = ("amx_bf16", "avx512_bf16")  # /proc/cpuinfo flags of CPU units that multiply bf16 natively

@@ -14,9 +14,9 @@ from pathlib import Path
 import torch
 import yaml
 
+from ..distributed import device_name
 from ..errors import ConfigError
 from .cases import Case
-from .measure import device_name
 
 # shipped with the package (benchmarks/targets.yaml of a checkout links to it)
 DEFAULT_TARGETS = Path(__file__).resolve().parent / "targets.yaml"

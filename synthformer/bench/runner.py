@@ -7,10 +7,11 @@ from dataclasses import asdict
 
 import torch
 
+from ..distributed import device_name
 from ..errors import ConfigError, SynthformerError
 from ..model import PRESETS
 from .cases import PRECISIONS, canonical_variant, layer_case, model_case, with_precision
-from .measure import bf16_units, device_name, matmul_gflops, run_cases
+from .measure import bf16_units, matmul_gflops, run_cases
 from .report import Row, load_targets, ratio_table, targets_table, to_row
 
 SCOPES, MODES = ("layer", "model"), ("train", "infer", "decode")
