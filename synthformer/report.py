@@ -88,10 +88,10 @@ def table_markdown(rows: list[dict], task: str, baseline: str = "V", kind: str |
             cells.append(f"{100.0 * (m[main_key] - b) / b:+.1f}%")
         else:
             cells.append("—")
-        one_machine = len(_machines(r)) == 1
-        cells.append(_fmt_stat(r, "tokens_per_s", "{:,.0f}") if one_machine else "—")
+        machines = _machines(r)
+        cells.append(_fmt_stat(r, "tokens_per_s", "{:,.0f}") if len(machines) == 1 else "—")
         cells.append(f"{r['tokens_per_s'] / base['tokens_per_s']:.2f}x"
-                     if base and one_machine and _machines(r) == _machines(base) else "—")
+                     if base and len(machines) == 1 and machines == _machines(base) else "—")
         cells += [_fmt(v) for v in paper_columns(kind, r["variant"]).values()]
         lines.append("| " + " | ".join(cells) + " |")
     for f in floors:
@@ -110,7 +110,7 @@ def table_markdown(rows: list[dict], task: str, baseline: str = "V", kind: str |
         notes.append("The floor row is a trivial baseline on the same data and tokens (e.g. a Kneser-Ney bigram "
                      "for LM, the majority class for classification): a variant not beating it learned nothing "
                      "a claim can be read from.")
-    machines = set().union(*(_machines(r) for r in rows)) if rows else set()
+    machines = set().union(*(_machines(r) for r in rows))
     if len(machines) > 1:
         named = "; ".join(sorted(m or "not recorded" for m in machines))
         notes.append(f"The training runs ran on different machines ({named}): tokens/s and speed are shown only "
