@@ -30,6 +30,16 @@ OLD_RULES = ("predates the evidence rules (no floor, no intervals, one-sided 'cl
              "stale softmax table): see NOTES.md")
 
 
+def seeds_text(report: dict) -> str:
+    """The seeds each variant of a report trained ("3", or "3-5" where grids differ), read from its sections'
+    rows; the report's own setting ("auto", a number) when no row lists its seeds."""
+    counts = sorted({len(row["seeds"]) for section in report.get("sections") or []
+                     for row in section.get("rows") or [] if isinstance(row.get("seeds"), list) and row["seeds"]})
+    if not counts:
+        return str(report.get("seeds", "—"))
+    return str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+
+
 def _has_floor(folder: Path) -> bool:
     """Whether a name's grids were judged with a floor row (reports written before the evidence rules were
     not: their statuses are kept, marked as such)."""
@@ -192,7 +202,7 @@ def write_index(root: str | Path) -> Path:
         spec = module.SPEC
         r = reports.get(name)
         if r:
-            rows.append([f"[{name}]({r['folder']}/report.md)", spec.reproduces, r["budget"], r["seeds"],
+            rows.append([f"[{name}]({r['folder']}/report.md)", spec.reproduces, r["budget"], seeds_text(r),
                          f"{r['wall_s'] / 60:.0f} min", floors_text(r),
                          status_counts(r["claims"]) + ("" if r["judged"] else f"; {OLD_RULES}")])
         else:
