@@ -25,6 +25,11 @@ STATUS = re.compile(r"\*\*(reproduced|not reproduced|inconclusive|not checked|dr
 
 
 def reproduce(*args):
+    """`synthformer reproduce ARGS` in this process, the name's data sources prepared first (so a test does not
+    depend on an earlier test having fetched them)."""
+    if args and args[0] in names():
+        for source in names()[args[0]].SPEC.sources:
+            ensure_source(source)
     return run_in_process(main, "reproduce", *args, "--threads", "1")
 
 
