@@ -24,12 +24,16 @@ NAMES = ("table2", "table3", "table4", "table5", "table7", "figures", "lra")
 STATUS = re.compile(r"\*\*(reproduced|not reproduced|inconclusive|not checked|drawn|not available)\*\*")
 
 
+def prepared(name: str) -> None:
+    """Fetch the data sources of reproduction `name`, so a test does not depend on an earlier one having done it."""
+    for source in names()[name].SPEC.sources:
+        ensure_source(source)
+
+
 def reproduce(*args):
-    """`synthformer reproduce ARGS` in this process, the name's data sources prepared first (so a test does not
-    depend on an earlier test having fetched them)."""
+    """`synthformer reproduce ARGS` in this process, the name's data sources prepared first."""
     if args and args[0] in names():
-        for source in names()[args[0]].SPEC.sources:
-            ensure_source(source)
+        prepared(args[0])
     return run_in_process(main, "reproduce", *args, "--threads", "1")
 
 
@@ -64,8 +68,7 @@ def test_table5_reuse_fine_tunes_table4s_runs_and_refuses_other_settings(tmp_pat
     from synthformer.train_config import TrainConfig
     from synthformer.tuning import TuneConfig
 
-    for source in names()["table5"].SPEC.sources:
-        ensure_source(source)
+    prepared("table5")
     t4, t5, said = tmp_path / "t4", tmp_path / "t5", []
     tune = TuneConfig(lr_mults=(1.0,), table_lr_mults=(1.0,))  # one candidate a variant
     run_reproduce("table4", "smoke", out=t4, threads=1, tune=tune, log=lambda m: None)
@@ -158,8 +161,6 @@ def _check_report(out, name):
 
 @pytest.mark.parametrize("name", ["table2", "table3", "table4", "table5", "table7", "lra"])
 def test_smoke_end_to_end(tmp_path, name):
-    for source in names()[name].SPEC.sources:
-        ensure_source(source)
     out = tmp_path / name
     code, _, err = reproduce(name, "--budget", "smoke", "--out", out)
     assert code == 0, err
