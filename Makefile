@@ -18,7 +18,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
 
 demo: $(STAMP)
-	$(BIN)/python -m synthformer.demo
+	$(BIN)/python -m synthformer.cli.demo
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -16,8 +16,8 @@ from dataclasses import replace
 import torch
 
 from synthformer import SyntheticAttention
-from synthformer.attention import paths
-from synthformer.attention.registry import SYNTHESIZERS
+from synthformer.attention.kernels import paths
+from synthformer.attention.synthesizers.registry import SYNTHESIZERS
 from synthformer.mixers import MIXERS, build_mixer
 
 FLEX_SPECS = ["R+V", "R+D", "FD+V", "R+D+V"]  # learned full logits beside a dot product: the flex path

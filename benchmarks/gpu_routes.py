@@ -20,7 +20,7 @@ import torch
 
 from gpu_checks import Taken  # benchmarks/ is the script's folder, on sys.path
 from synthformer import SyntheticAttention
-from synthformer.attention import paths
+from synthformer.attention.kernels import paths
 
 
 def step_time(layer, x, device, repeats: int, force: paths.Path | None) -> tuple[float, list]:

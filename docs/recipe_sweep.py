@@ -19,8 +19,8 @@ from pathlib import Path
 
 import torch
 
-from synthformer import train as train_mod
-from synthformer.compare import DEFAULTS
+from synthformer.training import loop as train_mod
+from synthformer.evidence.compare import DEFAULTS
 
 
 def band_mass(r: torch.Tensor, width: int) -> tuple[float, float]:
@@ -67,7 +67,7 @@ def main() -> None:
         from synthformer.model import PRESETS
         shape = PRESETS[base.preset]
         model_over["random_init_scale"] = math.sqrt(2.0 / (shape["num_heads"] + shape["max_seq_len"]))
-    from synthformer.plan import prepare
+    from synthformer.training.plan import prepare
     data = prepare(base, model_over, log=lambda m: None)
     for mult in [float(m) for m in args.mults.split(",")]:
         for variant in args.variants.split(","):

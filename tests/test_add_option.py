@@ -1,9 +1,9 @@
 """docs/ARCHITECTURE.md "a synthesizer option": an option is declared once, in SynthesizerOptions
-(attention/base.py), and reaches ModelConfig, the command line (`synthformer train --help`, typed
+(attention/synthesizers/base.py), and reaches ModelConfig, the command line (`synthformer train --help`, typed
 overrides), stored configs and every layer from there.
 
 Fields are collected when ModelConfig is defined, so no option can be added at run time from outside;
-the worked example is an edit of attention/base.py alone. The second test makes exactly the page's edit
+the worked example is an edit of attention/synthesizers/base.py alone. The second test makes exactly the page's edit
 in a copy of the package and follows the option through a fresh interpreter."""
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ import sys
 from pathlib import Path
 
 from synthformer.attention import SyntheticAttention
-from synthformer.attention.base import SynthesizerOptions
+from synthformer.attention.synthesizers.base import SynthesizerOptions
 from synthformer.model import ModelConfig, build_model
 from synthformer.model.config import NOT_IN_CONFIG
-from synthformer.overrides import field_comments, field_help, parse_overrides
+from synthformer.training.overrides import field_comments, field_help, parse_overrides
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "ARCHITECTURE.md"
@@ -64,7 +64,7 @@ def worked_edit() -> tuple[str, str]:
 
 def apply_edit(base: Path, field_line: str, rule_line: str) -> None:
     """Add the field last in SynthesizerOptions and the rule first in OPTION_RULES of `base` (a copy of
-    attention/base.py), as the page says."""
+    attention/synthesizers/base.py), as the page says."""
     lines = base.read_text().splitlines()
     tree = ast.parse("\n".join(lines))
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SynthesizerOptions")
@@ -81,7 +81,7 @@ from synthformer.attention import SyntheticAttention
 from synthformer.cli import main
 from synthformer.errors import ConfigError
 from synthformer.model import ModelConfig, build_model
-from synthformer.overrides import parse_overrides
+from synthformer.training.overrides import parse_overrides
 
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
@@ -119,7 +119,7 @@ def test_adding_an_option_is_one_edit_of_attention_base(tmp_path):
     assert name == "toy_scale" and rule_line.strip().startswith(f'"{name}"')
     copy = tmp_path / "synthformer"
     shutil.copytree(ROOT / "synthformer", copy, ignore=shutil.ignore_patterns("__pycache__"))
-    apply_edit(copy / "attention" / "base.py", field_line, rule_line)
+    apply_edit(copy / "attention" / "synthesizers" / "base.py", field_line, rule_line)
     done = subprocess.run([sys.executable, "-c", FOLLOW], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(tmp_path), "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-2000:]

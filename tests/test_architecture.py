@@ -122,18 +122,18 @@ def test_functions_are_short():
     assert long == []
 
 
-# Who may call what: plan.py is the only place that builds a ModelConfig from a preset and overrides and
+# Who may call what: training/plan.py is the only place that builds a ModelConfig from a preset and overrides and
 # the only place that opens a trained run. The others listed read their own files: the checkpoint format
 # (model/io.py) and the Hugging Face view (hf/configuration.py) convert a stored config; the training loop
 # reads its own run folder back (resume, the other ranks); bench builds fixed benchmark shapes.
 CALL_SITES = {
-    "ModelConfig.preset": {"plan.py", "model/config.py", "bench/cases.py"},
-    "ModelConfig.from_dict": {"plan.py", "model/config.py", "model/io.py", "hf/configuration.py", "hf/modeling.py"},
+    "ModelConfig.preset": {"training/plan.py", "model/config.py", "bench/cases.py"},
+    "ModelConfig.from_dict": {"training/plan.py", "model/config.py", "model/io.py", "hf/configuration.py", "hf/modeling.py"},
     "ModelConfig": {"model/config.py"},
-    "read_run_config": {"plan.py", "runs.py", "train.py", "cli/train.py"},
-    "load_run_tokenizer": {"plan.py", "train.py"},
-    "run_model_folder": {"plan.py"},
-    "latest_checkpoint": {"runs.py", "train.py", "checkpoint.py"},
+    "read_run_config": {"training/plan.py", "training/runs.py", "training/loop.py", "cli/train.py"},
+    "load_run_tokenizer": {"training/plan.py", "training/loop.py"},
+    "run_model_folder": {"training/plan.py"},
+    "latest_checkpoint": {"training/runs.py", "training/loop.py", "training/checkpoint.py"},
 }
 
 
@@ -160,7 +160,7 @@ def test_plan_alone_builds_model_configs_from_overrides_and_opens_trained_runs()
     found = call_sites()
     strays = {name: sorted(files - CALL_SITES[name]) for name, files in found.items() if files - CALL_SITES[name]}
     assert strays == {}
-    assert "plan.py" in found["ModelConfig.preset"] and "plan.py" in found["run_model_folder"]
+    assert "training/plan.py" in found["ModelConfig.preset"] and "training/plan.py" in found["run_model_folder"]
 
 
 # ----------------------------------------------------------------------------- docs/ARCHITECTURE.md, checked
@@ -230,9 +230,9 @@ def test_every_path_and_name_in_the_architecture_doc_exists():
 
 
 def test_the_doc_name_checker_finds_a_wrong_name():
-    files, dotted, folders = doc_names("see plan.open_traind, `synthformer.runs.nope`, attention/nope.py, `nope/`")
+    files, dotted, folders = doc_names("see training.plan.open_traind, `synthformer.training.runs.nope`, attention/nope.py, `nope/`")
     assert files == {"attention/nope.py"} and folders == {"nope/"}
-    assert dotted == {"synthformer.plan.open_traind", "synthformer.runs.nope"}
+    assert dotted == {"synthformer.training.plan.open_traind", "synthformer.training.runs.nope"}
     for name in dotted:
         try:
             resolve(name)
@@ -286,8 +286,8 @@ def test_imports_point_down_the_layers_of_the_doc_and_top_level_modules_form_no_
 
 
 def test_the_paths_and_choices_of_the_doc_are_the_code_s():
-    from synthformer.attention.blocked import Kernel
-    from synthformer.attention.paths import Path as AttentionPath, SharedProduct
+    from synthformer.attention.kernels.blocked import Kernel
+    from synthformer.attention.kernels.paths import Path as AttentionPath, SharedProduct
 
     text, _ = doc_blocks()
     section = text.split("## Attention")[1].split("\n## ")[0]

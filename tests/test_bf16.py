@@ -3,7 +3,7 @@ backward under ``torch.autocast("cpu", dtype=torch.bfloat16)``, close to fp32, w
 import pytest
 import torch
 
-import synthformer.attention.blocked as blocked_mod
+import synthformer.attention.kernels.blocked as blocked_mod
 from conftest import ALL_SPECS
 from synthformer import SyntheticAttention
 

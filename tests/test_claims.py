@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from synthformer import claims as C
-from synthformer.reference_results import TABLE2, TABLE5, TASK_KINDS, task_kind
+from synthformer.evidence import claims as C
+from synthformer.evidence.paper.numbers import TABLE2, TABLE5, TASK_KINDS, task_kind
 
 KINDS_WITH_CLAIMS = sorted({k for c in C.CLAIMS for k in c.kinds if k != C.ANY_KIND})
 SHARED = Path(__file__).resolve().parents[2] / "shared"  # beside the checkout (absent from CI clones)
@@ -532,7 +532,7 @@ def test_no_proxy_verdict_without_a_ppl_floor():
 
 
 def test_findings_markdown_counts_the_proxy_verdicts_apart():
-    from synthformer.report import findings_markdown
+    from synthformer.evidence.tables import findings_markdown
 
     ppl = {v: 60.0 for v in C.T2}
     rows = mt_rows({v: 1.0 for v in C.T2}, ppl) + [mt_floor()]
@@ -599,7 +599,7 @@ def test_task_kinds_from_task_and_data():
 def test_every_published_number_we_ship_is_in_its_source():
     """reference_results' tables, cell by cell: the Synthesizer paper's in the paper text, LRA's in the
     LRA section of reference-results.md."""
-    from synthformer import reference_results as R
+    from synthformer.evidence.paper import numbers as R
 
     def cells(table):
         for value in table.values():

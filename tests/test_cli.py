@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from synthformer.cli import COMMANDS, main
-from synthformer.overrides import UsageError, coerce, field_comments, parse_overrides
+from synthformer.training.overrides import UsageError, coerce, field_comments, parse_overrides
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -70,8 +70,8 @@ def test_overrides_route_to_train_and_model_configs(tmp_path):
 
 @pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_config_files_hold_valid_overrides(path):
-    from synthformer.overrides import make_train_config
-    from synthformer.plan import check_model_overrides
+    from synthformer.training.overrides import make_train_config
+    from synthformer.training.plan import check_model_overrides
 
     train, model = parse_overrides([], str(path))
     assert train or model, f"{path} is empty"
@@ -172,7 +172,7 @@ def test_every_subcommand_is_a_module_with_parser_and_runner():
 
 
 def test_override_engine_does_not_import_the_cli():
-    code = "import sys, synthformer.overrides; assert not any(m.startswith('synthformer.cli') for m in sys.modules)"
+    code = "import sys, synthformer.training.overrides; assert not any(m.startswith('synthformer.cli') for m in sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
@@ -212,7 +212,7 @@ def test_run_folder_without_tokenizer_is_one_line(tmp_path):
 
 def test_train_help_explains_every_option_from_the_config_comments():
     from synthformer.model import ModelConfig
-    from synthformer.train import TrainConfig
+    from synthformer.training.loop import TrainConfig
 
     code, out, _ = run("train", "--help")
     assert code == 0

@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 
 from conftest import run_in_process
-from synthformer.compare import DEFAULT_VARIANTS, variant_name
-from synthformer.reference_results import TABLE2, TABLE3, paper_columns
-from synthformer.report import findings, findings_markdown, table_markdown
+from synthformer.evidence.compare import DEFAULT_VARIANTS, variant_name
+from synthformer.evidence.paper.numbers import TABLE2, TABLE3, paper_columns
+from synthformer.evidence.tables import findings, findings_markdown, table_markdown
 
 PAPER = Path(__file__).resolve().parents[2] / "shared" / "paper" / "synthesizer-icml2021.txt"
 WORDS = "hello how are you doing today fine thanks what about the weather is nice here".split()
 
 
 def compare_main(*args) -> tuple[int, str, str]:
-    from synthformer.compare import main
+    from synthformer.evidence.compare import main
 
     return run_in_process(main, *args)
 
@@ -39,7 +39,7 @@ TINY = ["--seeds", "1", "--steps", "3", "--seq_len", "24", "--vocab_size", "300"
 
 
 def test_floor_line_names_the_floor_only_when_no_variant_beats_it():
-    from synthformer.report import floor_line
+    from synthformer.evidence.tables import floor_line
 
     floor = {"variant": "floor", "floor": True, "name": "KN bigram", "metrics": {"ppl": 80.0}}
     rows = [{"variant": "V", "metrics": {"ppl": 90.0}}, {"variant": "R", "metrics": {"ppl": 85.0}}]
@@ -176,7 +176,7 @@ def test_compare_refuses_to_continue_with_other_settings(dialogue, tmp_path):
 
 def test_compare_takes_the_run_lock_of_train(dialogue, tmp_path):
     """Issue 21: `compare --out X` while `train --out X` runs must fail in one line, not mix two runs."""
-    from synthformer.lock import RunLock
+    from synthformer.training.lock import RunLock
 
     out = tmp_path / "x"
     out.mkdir()
@@ -185,7 +185,7 @@ def test_compare_takes_the_run_lock_of_train(dialogue, tmp_path):
     assert code == 2 and len(err.strip().splitlines()) == 1 and "is in use by another run" in err, err
     assert sorted(p.name for p in out.iterdir()) == []  # nothing written
     # and a train into a folder a compare is writing is refused the same way
-    from synthformer.train import TrainConfig, train
+    from synthformer.training.loop import TrainConfig, train
     with RunLock(out):
         with pytest.raises(Exception, match="is in use by another run"):
             train(TrainConfig(data=str(dialogue), out=str(out), steps=1, progress=False))
@@ -202,8 +202,8 @@ def test_compare_out_that_cannot_be_a_folder_is_one_line(dialogue, tmp_path, whe
 
 def test_default_seeds_follow_the_size_of_the_validation_split(dialogue):
     """3 seeds by default, 5 when the final evaluation reads under 200 items (here: LM blocks)."""
-    from synthformer.compare import DEFAULTS, default_seeds, eval_items
-    from synthformer.train import TrainConfig, prepare_data
+    from synthformer.evidence.compare import DEFAULTS, default_seeds, eval_items
+    from synthformer.training.loop import TrainConfig, prepare_data
 
     cfg = TrainConfig(**{**DEFAULTS, "data": str(dialogue), "vocab_size": 300, "batch_size": 4})
     data = prepare_data(cfg, 24, log=lambda *a: None)
@@ -344,8 +344,8 @@ def test_compare_section_of_a_config_file(dialogue, tmp_path):
 
 
 def test_demo_runs_two_seeds_and_user_arguments_win():
-    from synthformer.compare import build_parser
-    from synthformer.demo import demo_argv
+    from synthformer.evidence.compare import build_parser
+    from synthformer.cli.demo import demo_argv
 
     args, rest = build_parser().parse_known_args(demo_argv([]))
     assert args.seeds == 2 and {"Fix", "R", "V"} <= set(args.variants.split(",")) and rest == []
@@ -411,8 +411,8 @@ def test_eval_test_reports_and_judges_the_test_split_the_sweep_never_saw(dialogu
         assert row["seeds"][0]["valid_metrics"]["ppl"] == pytest.approx(done["valid"]["ppl"])
         for cand in row["sweep"]:  # the candidates never evaluate the test split
             assert "test" not in json.loads((Path(cand["run"]) / "done.json").read_text())
-    from synthformer.floors import floor_row
-    from synthformer.plan import open_trained
+    from synthformer.evidence.floors import floor_row
+    from synthformer.training.plan import open_trained
 
     data = open_trained(results["variants"][0]["run"], with_data=True).data
     assert results["floor"]["metrics"]["ppl"] == pytest.approx(floor_row("lm", data, "test")["metrics"]["ppl"])
@@ -423,7 +423,7 @@ def test_eval_test_reports_and_judges_the_test_split_the_sweep_never_saw(dialogu
 def test_gate_note_stops_only_where_v_learns_no_claim_the_floor_gates():
     """`claims.gate_note`: V below the floor on every floor-gated claim of the kind stops the grid; V beating it on
     one (or on a claim's proxy: MT's teacher-forced ppl while BLEU is not learned) does not."""
-    from synthformer.claims import gate_note
+    from synthformer.evidence.claims import gate_note
 
     lm_floor = {"variant": "floor", "floor": True, "name": "KN bigram", "metrics": {"ppl": 80.0, "loss": 4.38}}
     assert gate_note({"variant": "V", "metrics": {"ppl": 90.0}}, [lm_floor], "lm").startswith("not learned: V 90")
@@ -443,8 +443,8 @@ def test_a_gate_v_does_not_clear_stops_the_grid_and_marks_the_claims_of_the_rest
     """A grid with a gate trains V first; below the floor (3 steps), the other variants are not trained, the
     results say so, and every claim naming them is inconclusive with the reason, in the report, the interim
     and the claims' lines; the gate must be the first variant."""
-    from synthformer.claims import finding_line
-    from synthformer.compare import CompareError, compare
+    from synthformer.evidence.claims import finding_line
+    from synthformer.evidence.compare import CompareError, compare
 
     out, logs = tmp_path / "cmp", []
     over = {"data": str(dialogue), "steps": 3, "seq_len": 24, "vocab_size": 300, "batch_size": 4, "eval_every": 2,

@@ -138,7 +138,7 @@ def test_a_synthesizer_option_is_declared_once_and_reaches_config_help_and_layer
     import dataclasses
 
     from synthformer.attention import SyntheticAttention, SynthesizerOptions
-    from synthformer.overrides import MODEL_FIELDS, field_comments, field_help
+    from synthformer.training.overrides import MODEL_FIELDS, field_comments, field_help
 
     declared = [f for f in dataclasses.fields(SynthesizerOptions) if f.name != "bias"]
     model_fields = {f.name: f for f in dataclasses.fields(ModelConfig)}

@@ -6,10 +6,10 @@ shared path without padding, eval mode, float and bool attention masks, rows wit
 import pytest
 import torch
 
-import synthformer.attention.blocked as blocked_mod
+import synthformer.attention.kernels.blocked as blocked_mod
 from conftest import ALL_SPECS
 from synthformer import SyntheticAttention
-from synthformer.attention.blocked import blocked_attention
+from synthformer.attention.kernels.blocked import blocked_attention
 
 D, H, N = 16, 2, 12
 

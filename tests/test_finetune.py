@@ -13,12 +13,12 @@ from synthformer.data.batching import fit_pair
 from synthformer.data.sources import DataSplits
 from synthformer.data.tokenizer import SPECIALS
 from synthformer.errors import ConfigError
-from synthformer.finetune import init_encoder
-from synthformer.finetune_suite import BASE_PLUS, SUITE, pretrain_finetune, summarize
+from synthformer.training.init_from import init_encoder
+from synthformer.evidence.suite import BASE_PLUS, SUITE, pretrain_finetune, summarize
 from synthformer.model import load
 from synthformer.tasks.classify import pair_splits
-from synthformer.train import TrainConfig, prepare_data, train
-from synthformer.tuning import TuneConfig
+from synthformer.training.loop import TrainConfig, prepare_data, train
+from synthformer.evidence.tuning import TuneConfig
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*truncated")
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from synthformer import SyntheticAttention
-from synthformer.attention import paths
-from synthformer.attention.paths import Path
+from synthformer.attention.kernels import paths
+from synthformer.attention.kernels.paths import Path
 
 pytestmark = pytest.mark.skipif(not paths.flex_available(), reason="this torch has no FlexAttention")
 

@@ -11,9 +11,9 @@ import torch
 from rouge_score import rouge_scorer
 
 from synthformer.data import ByteTokenizer, LMBatches
-from synthformer.floors import (TARGET_FLOOR, floor_row, kn_bigram_logprobs, kn_bigram_pair_logprobs, lm_floor,
+from synthformer.evidence.floors import (TARGET_FLOOR, floor_row, kn_bigram_logprobs, kn_bigram_pair_logprobs, lm_floor,
                                 lm_pairs, majority_accuracy, mlm_floor, seq2seq_target_floor, unigram_logprobs)
-from synthformer.task_data import TaskData
+from synthformer.training.task_data import TaskData
 from synthformer.tasks import build_task, text_metrics
 
 TOK = ByteTokenizer()

@@ -128,8 +128,8 @@ def test_damaged_run_files_give_a_result_or_one_line_never_a_traceback(finished_
     import shutil
 
     from conftest import run_cli
-    from synthformer.integrity import write_manifest
-    from synthformer.runs import UNFINISHED
+    from synthformer.utils.integrity import write_manifest
+    from synthformer.training.runs import UNFINISHED
 
     run = Path(shutil.copytree(finished_run, tmp_path_factory.mktemp("case") / "run"))
     name = data.draw(st.sampled_from(RUN_FILES))

@@ -251,8 +251,8 @@ def test_word_tokenizer_with_a_special_as_a_word_warns():
 
 def make_run(kind: str, attention, folder, tokenizer="char"):
     """A run folder as training writes it: config.json, the tokenizer, manifest.json and RUN/model."""
-    from synthformer.runs import write_start
-    from synthformer.train import TrainConfig
+    from synthformer.training.runs import write_start
+    from synthformer.training.loop import TrainConfig
 
     tok = build_tokenizer(tokenizer, TEXTS, vocab_size=300)
     model = tiny(kind, attention, vocab_size=tok.vocab_size)
@@ -288,7 +288,7 @@ WORDS = "the cat sat on a mat and dog ran to house with red blue green big small
 @pytest.fixture(scope="module")
 def trained_lm_run(tmp_path_factory):
     """A real two-step LM run through synthformer's training loop (BPE tokenizer, R+V)."""
-    from synthformer.train import TrainConfig, train
+    from synthformer.training.loop import TrainConfig, train
 
     root = tmp_path_factory.mktemp("hf_run")
     rng = random.Random(0)

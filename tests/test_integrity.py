@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from conftest import one_line_error, run_cli
-from synthformer.integrity import MissingManifestWarning, trust_unverified
+from synthformer.utils.integrity import MissingManifestWarning, trust_unverified
 from synthformer.model import CheckpointError, ModelConfig, build_model, load
 
 TINY = ["--steps", "3", "--batch_size", "4", "--seq_len", "16", "--vocab_size", "280", "--eval_every", "0",
@@ -219,8 +219,8 @@ def test_load_returns_eval_mode_and_follows_a_run_folder_to_its_model(runs, tmp_
 
 # ----------------------------------------------------------------------------- durable writes
 def test_checkpoint_files_are_fsynced_before_the_rename(runs, tmp_path, monkeypatch):
-    import synthformer.integrity as integrity
-    from synthformer.checkpoint import save_checkpoint
+    import synthformer.utils.integrity as integrity
+    from synthformer.training.checkpoint import save_checkpoint
 
     synced = []
     real = os.fsync
@@ -244,7 +244,7 @@ def _dead_pid() -> int:
 
 
 def test_stale_temporary_files_are_removed_at_the_next_save_but_not_a_live_writers(runs, tmp_path):
-    from synthformer.checkpoint import save_checkpoint
+    from synthformer.training.checkpoint import save_checkpoint
 
     out = tmp_path / "run"
     folder = out / "checkpoints"
@@ -266,7 +266,7 @@ def test_stale_temporary_files_are_removed_at_the_next_save_but_not_a_live_write
 WRITER = """
 import sys, time, torch
 from pathlib import Path
-from synthformer.checkpoint import save_checkpoint
+from synthformer.training.checkpoint import save_checkpoint
 from synthformer.model import ModelConfig, build_model
 out = Path(sys.argv[1])
 torch.manual_seed(0)
@@ -283,7 +283,7 @@ while time.monotonic() < end:  # a new checkpoint every step, the previous one r
 def test_loads_while_another_process_rotates_checkpoints_every_step(tmp_path):
     """A reader (as eval and generate read: the latest checkpoint, then its files) never fails while a
     second process writes a checkpoint and deletes the previous one as fast as it can."""
-    from synthformer.runs import load_model, run_model_folder
+    from synthformer.training.runs import load_model, run_model_folder
 
     out = tmp_path / "run"
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(out), "4"], stdout=subprocess.PIPE, text=True)
@@ -310,7 +310,7 @@ def test_a_reader_slower_than_every_rotation_is_not_starved(tmp_path):
     folder it holds survives the rotations that happen meanwhile, and goes at a later one."""
     import time
 
-    from synthformer.checkpoint import _pointed, read_latest
+    from synthformer.training.checkpoint import _pointed, read_latest
 
     out = tmp_path / "run"
     pointer = out / "checkpoints" / "latest.json"

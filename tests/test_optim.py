@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from synthformer.attention import SYNTHESIZERS, FullLogits, Synthesizer
-from synthformer.attention.base import positions
+from synthformer.attention.synthesizers.base import positions
 from synthformer.errors import ConfigError
 from synthformer.model import ModelConfig, build_model
-from synthformer.optim import build_optimizer, param_groups, position_tables, set_lr
+from synthformer.training.optim import build_optimizer, param_groups, position_tables, set_lr
 
 
 def lm(attention, **kw):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import synthformer
-from synthformer.overrides import CONFIGS, UsageError, find_config_file, parse_overrides, shipped_configs
+from synthformer.training.overrides import CONFIGS, UsageError, find_config_file, parse_overrides, shipped_configs
 
 ROOT = Path(__file__).resolve().parents[1]
 tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
@@ -208,7 +208,7 @@ def test_wheel_installs_with_configs_and_runs_on_torch_alone(tmp_path):
     env = {"PYTHONPATH": str(site), "PYTHONNOUSERSITE": "1"}
     code = BLOCKER + "sys.path = [p for p in sys.path if p not in ('', %r)]\n" % str(ROOT) + CORE_USE + textwrap.dedent("""
         assert synthformer.__file__.startswith(%r), synthformer.__file__
-        from synthformer.overrides import find_config_file
+        from synthformer.training.overrides import find_config_file
         print("CONFIG", find_config_file("configs/lm-chitchat-small.yaml"))
     """ % str(site))
     res = run_python(code, cwd=outside, env=env)
@@ -255,12 +255,12 @@ def test_core_only_help_of_every_command_works(tmp_path):
 def test_a_missing_tokenizers_package_is_not_called_a_damaged_file(tmp_path):
     """A run's valid BPE tokenizer read without `tokenizers` installed: the error names the package."""
     from synthformer.data.tokenizer import build_tokenizer
-    from synthformer.runs import load_run_tokenizer
+    from synthformer.training.runs import load_run_tokenizer
 
     build_tokenizer("bpe", ["the cat sat on the mat"] * 20, vocab_size=270).save(tmp_path)
     assert load_run_tokenizer(tmp_path).encode("the cat")  # readable with the package
     code = BLOCKER.replace(repr(NON_CORE), repr(("tokenizers",))) + textwrap.dedent(f"""
-        from synthformer.runs import load_run_tokenizer
+        from synthformer.training.runs import load_run_tokenizer
         try:
             load_run_tokenizer({str(tmp_path)!r})
         except ImportError as e:

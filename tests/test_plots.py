@@ -34,7 +34,7 @@ def plot(*args) -> tuple[int, str, str]:
 # ----------------------------------------------------------------------------- tiny trained runs
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
-    from synthformer.train import TrainConfig, train
+    from synthformer.training.loop import TrainConfig, train
 
     root = tmp_path_factory.mktemp("runs")
     rng = random.Random(0)

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from synthformer import SyntheticAttention
-from synthformer.attention.base import init_bound
+from synthformer.attention.synthesizers.base import init_bound
 from synthformer.errors import ConfigError
 from synthformer.model import ModelConfig, build_model
 

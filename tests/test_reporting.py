@@ -13,8 +13,8 @@ import pytest
 
 from conftest import one_line_error, run_cli
 from synthformer.errors import ConfigError
-from synthformer.reporting import parse_report_to, scalars
-from synthformer.train_config import TrainConfig
+from synthformer.training.trackers import parse_report_to, scalars
+from synthformer.training.config import TrainConfig
 
 WORDS = "the cat sat on a mat and dog ran to house with red blue green big small old new".split()
 TINY = ["--task", "lm", "--steps", "4", "--batch_size", "4", "--seq_len", "16", "--vocab_size", "280",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from synthformer.cli import main
-from synthformer.claims import CLAIMS
+from synthformer.evidence.claims import CLAIMS
 from synthformer.data.sources import SOURCES, load_source
 from synthformer.reproduce import names
 from synthformer.reproduce.common import BUDGET_TRAIN, status_counts
@@ -46,7 +46,7 @@ def test_table5_runs_base_plus_at_the_real_budgets_only():
 
 def test_table5_cpu_pretrains_table4s_mlm_and_fine_tunes_within_its_position_table():
     from synthformer.reproduce import table4, table5
-    from synthformer.train_config import TrainConfig
+    from synthformer.training.config import TrainConfig
 
     cpu, grid = table5.settings("cpu"), table4.grids("cpu")[0]
     shape = {k: grid.model[k] for k in cpu["model"]}
@@ -62,11 +62,11 @@ def test_table5_reuse_fine_tunes_table4s_runs_and_refuses_other_settings(tmp_pat
     score only), a seed from its run folder (fine-tuning needs the weights); table5 pretrains nothing itself,
     and refuses a run of other settings or model, a folder with no table4 grid, and --reuse for other names."""
     from synthformer.errors import SynthformerError
-    from synthformer.finetune_suite import _pretrain
+    from synthformer.evidence.suite import _pretrain
     from synthformer.reproduce import reproduce as run_reproduce, table4, table5
     from synthformer.reproduce.index import grid_folders
-    from synthformer.train_config import TrainConfig
-    from synthformer.tuning import TuneConfig
+    from synthformer.training.config import TrainConfig
+    from synthformer.evidence.tuning import TuneConfig
 
     prepared("table5")
     t4, t5, said = tmp_path / "t4", tmp_path / "t5", []

@@ -1,7 +1,7 @@
 """Which path each call takes (DESIGN.md section 3 rule 9): the route of every registry variant and mixture
 in every mode, down to the kernel below the path, the CUDA-only branch, and the dropout-in-training fast paths.
 
-The table is written out by hand from the rules in synthformer/attention/paths.py (choose_path,
+The table is written out by hand from the rules in synthformer/attention/kernels/paths.py (choose_path,
 choose_shared_product) and blocked.py (choose_kernel), so a changed route shows up here by name, not only as a
 slower or (worse) silently different result.
 """
@@ -11,12 +11,12 @@ import warnings
 import pytest
 import torch
 
-import synthformer.attention.blocked as blocked_mod
+import synthformer.attention.kernels.blocked as blocked_mod
 from conftest import ALL_SPECS
 from synthformer import SyntheticAttention
-from synthformer.attention import aten, paths
-from synthformer.attention.blocked import Kernel
-from synthformer.attention.paths import Path, SharedProduct, choose_path
+from synthformer.attention.kernels import aten, paths
+from synthformer.attention.kernels.blocked import Kernel
+from synthformer.attention.kernels.paths import Path, SharedProduct, choose_path
 
 D, H, N, B, L = 8, 2, 8, 2, 6
 BLOCK_ELEMENTS, FEW_QUERIES = blocked_mod.BLOCK_ELEMENTS, paths.FEW_QUERIES

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from conftest import one_line_error, run_cli
-from synthformer.checkpoint import RunError
+from synthformer.training.checkpoint import RunError
 from synthformer.errors import SynthformerError
-from synthformer.integrity import write_manifest
-from synthformer.lock import LOCK_FILE, RunLock, RunLockedError
-from synthformer.runs import UNFINISHED
-from synthformer.train import TrainConfig, train
+from synthformer.utils.integrity import write_manifest
+from synthformer.training.lock import LOCK_FILE, RunLock, RunLockedError
+from synthformer.training.runs import UNFINISHED
+from synthformer.training.loop import TrainConfig, train
 
 SIZES = ["--batch_size", "4", "--seq_len", "16", "--vocab_size", "280", "--eval_every", "0", "--eval_batches", "1",
          "--threads", "1", "--progress", "false", "--warmup_steps", "1", "--max_examples", "120",
@@ -113,7 +113,7 @@ def test_failed_starts_leave_nothing_and_a_fresh_start_then_works(text, tmp_path
 
 
 def test_a_start_killed_between_its_first_writes_does_not_block_the_next(text, tmp_path, monkeypatch):
-    import synthformer.runs as runs_module
+    import synthformer.training.runs as runs_module
 
     out = tmp_path / "run"
     real = runs_module.atomic_write_json
@@ -254,7 +254,7 @@ def test_a_damaged_latest_json_is_one_line(stopped, tmp_path, content):
 
 
 def test_a_damaged_done_json_is_one_line(stopped, tmp_path):
-    from synthformer.runs import read_done
+    from synthformer.training.runs import read_done
 
     run = copy(stopped, tmp_path)
     assert main("train", "--resume", "--out", run)[0] == 0
@@ -282,10 +282,10 @@ MEMORY_CHILD = """
 import resource, sys
 sys.path.insert(0, sys.argv[1])
 from conftest import run_cli
-from synthformer.memory import _mapped_bytes
+from synthformer.training.memory import _mapped_bytes
 from synthformer.model import ModelConfig
 from synthformer.model.config import estimate_parameter_bytes
-import synthformer.train, synthformer.data  # mapped before the limit is set
+import synthformer.training.loop, synthformer.data  # mapped before the limit is set
 params = estimate_parameter_bytes(ModelConfig.preset("tiny", embed_dim=1024, ffn_dim=4096, num_layers=4, num_heads=4,
                                                      vocab_size=280, max_seq_len=32))
 limit = _mapped_bytes() + 2 * params  # room for the weights (the parameter check passes), not for training

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from synthformer.stats import bootstrap_se, bootstrap_ses, combine, t_quantile
+from synthformer.utils.stats import bootstrap_se, bootstrap_ses, combine, t_quantile
 
 
 def test_bootstrap_se_of_a_mean_is_the_plug_in_standard_error():

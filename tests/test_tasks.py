@@ -16,12 +16,12 @@ from rouge_score import rouge_scorer
 from synthformer import ModelConfig, build_model
 from synthformer.data import ByteTokenizer
 from synthformer.errors import ConfigError
-from synthformer.evaluation import decode_sample, evaluate
-from synthformer.task_data import TaskData
+from synthformer.training.evaluation import decode_sample, evaluate
+from synthformer.training.task_data import TaskData
 from synthformer.tasks import TASKS, ClassifyTask, LMTask, MLMTask, Seq2SeqTask, Task, build_task, text_metrics
 from synthformer.tasks.classify import classifier_input
 from synthformer.tasks.seq2seq import cut_at_eos, decode_limit
-from synthformer.train import TrainConfig
+from synthformer.training.loop import TrainConfig
 
 TOK = ByteTokenizer()
 L = 12

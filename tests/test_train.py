@@ -18,7 +18,7 @@ from safetensors.torch import load_file
 from synthformer.data import load_tokenizer
 from conftest import kill_cli_when, run_in_process
 from synthformer.errors import ConfigError
-from synthformer.train import TrainConfig, lr_at, train
+from synthformer.training.loop import TrainConfig, lr_at, train
 
 WORDS = "the cat sat on a mat and dog ran to house with red blue green big small old new".split()
 SMALL = ["--steps", "2", "--batch_size", "4", "--seq_len", "24", "--vocab_size", "300", "--log_every", "1",
@@ -179,7 +179,7 @@ def test_a_run_continued_from_another_trains_on_exactly_and_evaluates_with_its_o
     that evaluates every 2 steps, decodes and scores the test split, ends with the weights, rows and metrics of
     a run trained straight with those settings (so evaluating on the way changes nothing in training), less
     the evaluation the source never made (step 2); what the run trains may not differ."""
-    from synthformer.checkpoint import RunError
+    from synthformer.training.checkpoint import RunError
 
     common = dict(task="seq2seq", data=str(data["seq2seq"]), steps=8, batch_size=4, seq_len=24, vocab_size=300,
                   log_every=1, eval_batches=2, checkpoint_every=3, threads=1, progress=False, warmup_steps=2)
@@ -369,7 +369,7 @@ def test_one_model_config_per_train_call_and_a_resume_builds_no_second_model(dat
 
 def test_the_sequence_length_rule_is_one_function(tmp_path):
     """plan.seq_len: seq_len, else the model's max_seq_len (override, else preset), never longer."""
-    from synthformer.plan import model_field, seq_len
+    from synthformer.training.plan import model_field, seq_len
 
     tiny = TrainConfig(preset="tiny")
     assert model_field(tiny, {}, "max_seq_len") == 128 and model_field(tiny, {"max_seq_len": 32}, "max_seq_len") == 32

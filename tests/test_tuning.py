@@ -1,4 +1,4 @@
-"""The tuning protocol (`synthformer.tuning`): every variant gets the same learning-rate sweep on the
+"""The tuning protocol (`synthformer.evidence.tuning`): every variant gets the same learning-rate sweep on the
 validation split; a tiny sweep runs through the real `compare` and the chosen values are the argmin."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from synthformer.errors import ConfigError
-from synthformer.train import TrainConfig
-from synthformer.tuning import TuneConfig, best_index, candidates, has_tables, make_tune
+from synthformer.training.loop import TrainConfig
+from synthformer.evidence.tuning import TuneConfig, best_index, candidates, has_tables, make_tune
 from conftest import kill_cli_when
 from test_compare import compare_main, dialogue  # noqa: F401 (dialogue: the tiny data file fixture)
 
@@ -66,7 +66,7 @@ def test_a_choice_at_an_edge_of_the_lr_grid_is_followed_beyond_it(tmp_path):
     tested above): the grid's best at its largest lr gets candidates at 2x, 4x while each new one wins, at most
     `edge_steps`; at its smallest, half; a best inside the grid adds nothing. The extra candidates keep the
     winner's warm-up and table multiplier, are named like the grid's, and the choice is their argmin."""
-    from synthformer.tuning import beyond_edge, candidate_name, sweep
+    from synthformer.evidence.tuning import beyond_edge, candidate_name, sweep
 
     base = TrainConfig(lr=1e-3, warmup_steps=10, steps=40, table_lr_mult=10.0)
 
@@ -107,7 +107,7 @@ def test_the_lowest_finite_loss_wins():
 
 
 def test_intervals_skip_diverged_seeds():
-    from synthformer.compare import intervals
+    from synthformer.evidence.compare import intervals
 
     rows = [{"metrics": {"ppl": 10.0, "ppl_se": 0.5, "loss": 2.3}}, {"metrics": {"ppl": float("inf"), "loss": 9.0,
                                                                                "ppl_se": float("nan")}}]
@@ -120,7 +120,7 @@ def test_a_perplexity_interval_is_the_loss_interval_mapped_through_exp():
     below zero; the reported one is exp of the loss interval, positive, around the geometric mean."""
     import math
 
-    from synthformer.compare import intervals
+    from synthformer.evidence.compare import intervals
 
     rows = [{"metrics": {"loss": loss, "loss_se": 0.015, "ppl": math.exp(loss), "ppl_se": 0.015 * math.exp(loss)}}
             for loss in (4.28, 5.47, 4.46)]
@@ -162,9 +162,9 @@ def test_a_sweep_is_taken_from_another_folder_of_the_same_settings(dialogue, tmp
     """`compare(sweeps_from=...)` (reproduce --reuse: figures takes table2's LM sweep): the finished candidates
     of another folder with the same settings stand in for this one's (kept here as cells), the same values are
     chosen, the seeds train here; a folder of other settings is refused, naming the difference."""
-    from synthformer.compare import compare
+    from synthformer.evidence.compare import compare
     from synthformer.errors import SynthformerError
-    from synthformer.tuning import TUNE_DIR
+    from synthformer.evidence.tuning import TUNE_DIR
 
     train = dict(data=str(dialogue), steps=3, seq_len=24, vocab_size=300, batch_size=4, eval_batches=2, threads=1,
                  progress=False, warmup_steps=1, eval_every=0)
@@ -212,7 +212,7 @@ def test_a_finished_run_is_reused_whatever_its_checkpoint_and_evaluation_cadence
     """`check_cell`: checkpoint_every, keep_checkpoints and eval_every do not change what a run computed (a sweep
     candidate of an earlier version kept no checkpoints and evaluated only at its end), so they never refuse a
     finished run; its lr does."""
-    from synthformer.compare import CompareError, check_cell
+    from synthformer.evidence.compare import CompareError, check_cell
 
     cfg = TrainConfig(task="lm", steps=10, checkpoint_every=100, keep_checkpoints=1)
     result = {"train": {**cfg.to_dict(), "checkpoint_every": 0, "keep_checkpoints": 3, "eval_every": 0},
@@ -224,7 +224,7 @@ def test_a_finished_run_is_reused_whatever_its_checkpoint_and_evaluation_cadence
 
 def test_the_tuning_table_names_choices_at_the_edge_of_the_lr_grid():
     """A variant whose sweep chose its largest (or smallest) lr is named: its best lr may lie beyond the grid."""
-    from synthformer.report import tuning_markdown
+    from synthformer.evidence.tables import tuning_markdown
 
     def row(name, chosen):
         sweep = [{"lr": lr, "warmup_steps": 100, "table_lr_mult": 1.0, "valid": 4.0 if lr == chosen else 5.0}
@@ -242,8 +242,8 @@ def test_a_classifier_sweep_with_every_candidate_at_the_majority_class_is_flagge
     """lra text at 75 steps: every candidate predicted one class and the sweep chose on the class prior's fit.
     Such a sweep is logged and named under the tuning table; one candidate above the majority class clears it,
     and a task without a majority-class floor (LM: no chance_accuracy) is never flagged."""
-    from synthformer.report import tuning_markdown
-    from synthformer.tuning import sweep
+    from synthformer.evidence.tables import tuning_markdown
+    from synthformer.evidence.tuning import sweep
 
     base = TrainConfig(lr=1e-3, warmup_steps=10, steps=40)
 

@@ -10,9 +10,9 @@ Dimension legend used in shape comments throughout the package:
     M   number of synthesizers in a mixture
     k   rank of Factorized Random; a, b the factors of Factorized Dense (a * b = N)
 """
-from .base import DotLogits, FullLogits, Synthesizer, SynthesizerOptions
+from .synthesizers.base import DotLogits, FullLogits, Synthesizer, SynthesizerOptions
 from .layer import AttentionCache, SyntheticAttention
-from .registry import SHORT_NAMES, SYNTHESIZERS, canonical_name, parse_synthesizers, short_spec
+from .synthesizers.registry import SHORT_NAMES, SYNTHESIZERS, canonical_name, parse_synthesizers, short_spec
 
 __all__ = ["AttentionCache", "DotLogits", "FullLogits", "SHORT_NAMES", "SYNTHESIZERS", "Synthesizer",
            "SynthesizerOptions", "SyntheticAttention", "canonical_name", "parse_synthesizers", "short_spec"]

@@ -5,16 +5,16 @@ learnable softmax per head, uniform at start; a single member has no alpha), the
 ``Y = softmax(S + masks) G(X)`` with ``G(X) = X Wv`` per head, dropout on the weights, heads merged,
 output projection.
 
-How the tail is computed is chosen per call, visibly (synthformer/attention/paths.py):
+How the tail is computed is chosen per call, visibly (synthformer/attention/kernels/paths.py):
 :meth:`SyntheticAttention.forward` computes values, the members' logits (:class:`DotLogits` or
-:class:`FullLogits`) and the masks, describes the call as a :class:`~synthformer.attention.paths.Route`
+:class:`FullLogits`) and the masks, describes the call as a :class:`~synthformer.attention.kernels.paths.Route`
 (member forms, training, grad, dropout, masks and their batch-dependence, device, lengths, exporting), asks
-the pure function :func:`~synthformer.attention.paths.choose_path` for a path, and runs
+the pure function :func:`~synthformer.attention.kernels.paths.choose_path` for a path, and runs
 ``PATHS[path](PathInputs(...))``. The paths: ``literal`` (the equations, S and the weights materialised:
 ``need_weights=True``, ``fast=False``, tracing/export/compile), ``shared_softmax`` / ``shared_fused`` /
 ``shared_blocked`` (logits that do not depend on X, one softmax for the whole batch), ``fused`` (PyTorch's
 ``scaled_dot_product_attention`` over the members' dot-product features) and ``blocked`` (learned full logits
-through :func:`~synthformer.attention.blocked.blocked_attention`) and ``flex`` (learned full logits beside a
+through :func:`~synthformer.attention.kernels.blocked.blocked_attention`) and ``flex`` (learned full logits beside a
 dot product in training on CUDA: FlexAttention with a ``score_mod``). All equal the literal path to float
 tolerance (tests/test_fastpaths.py, test_fuzz.py); tests/test_routes.py names the path of every variant and
 mixture in every mode. B = 0, Lq = 0 or Lk = 0 returns empty (or zero) outputs before any path.
@@ -27,10 +27,10 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import ConfigError, InputError
-from . import paths
-from .base import DotLogits, FullLogits, SynthesizerOptions
-from .paths import Path, PathInputs, Route
-from .registry import SYNTHESIZERS, parse_synthesizers, short_spec
+from .kernels import paths
+from .synthesizers.base import DotLogits, FullLogits, SynthesizerOptions
+from .kernels.paths import Path, PathInputs, Route
+from .synthesizers.registry import SYNTHESIZERS, parse_synthesizers, short_spec
 
 
 @dataclass
@@ -74,9 +74,9 @@ class SyntheticAttention(nn.Module):
         random_init: ``"xavier"`` (default): per-head Xavier-uniform, bound ``sqrt(6 / (2N))`` for R;
             ``"glorot3d"``: the official Mesh TensorFlow draw, Glorot over the 3-D variable [N, H, N],
             bound ``sqrt(6 / (N (H + N)))`` (about ``sqrt(2 / (H + N))`` times smaller); see
-            :func:`~synthformer.attention.base.init_bound`.
+            :func:`~synthformer.attention.synthesizers.base.init_bound`.
         fast: use the fast paths when weights are not requested.
-        options: a ready :class:`~synthformer.attention.base.SynthesizerOptions` (what a model config holds);
+        options: a ready :class:`~synthformer.attention.synthesizers.base.SynthesizerOptions` (what a model config holds);
             given, it replaces ``bias``, ``factorized_k``, ``dense_factors``, ``random_init_scale``, ``random_init``.
 
     Forward: ``out, weights = attn(x, memory=None, value=None, key_padding_mask=None, need_weights=False,
@@ -247,7 +247,7 @@ class SyntheticAttention(nn.Module):
         return out, (x.new_zeros(b, self.num_heads, lq, lk) if need_weights else None)
 
     def _route(self, terms, v, lq, key_padding_mask, attn_mask, static, bias, literal) -> Route:
-        """The facts :func:`~synthformer.attention.paths.choose_path` decides on."""
+        """The facts :func:`~synthformer.attention.kernels.paths.choose_path` decides on."""
         fulls = [t for t in terms if isinstance(t, FullLogits)]
         grad = torch.is_grad_enabled()  # (a slice of R taken under no_grad still says requires_grad)
         return Route(

@@ -31,7 +31,7 @@ The package, one job per module:
 """
 from __future__ import annotations
 
-from ..distributed import device_name
+from ..training.distributed import device_name
 from .cases import (DEFAULT_MODEL_VARIANTS, DEFAULT_VARIANTS, Case, canonical_variant, layer_case, layer_flops,
                     model_case, model_flops)
 from .runner import BenchError, run_benchmarks

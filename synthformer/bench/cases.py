@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from ..mixers.registry import build_token_mixer, display_name, resolve_mixer
 from ..model import ModelConfig, build_model
-from ..optim import adamw_speed_options
+from ..training.optim import adamw_speed_options
 
 DEFAULT_VARIANTS = "V,R,Fix,FR,D,R+V,D+V,dynamicconv,lightconv"
 DEFAULT_MODEL_VARIANTS = "V,R,D,R+V,dynamicconv,lightconv"

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 import yaml
 
-from ..distributed import device_name
+from ..training.distributed import device_name
 from ..errors import ConfigError
 from .cases import Case
 

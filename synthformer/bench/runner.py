@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 import torch
 
-from ..distributed import device_name
+from ..training.distributed import device_name
 from ..errors import ConfigError, SynthformerError
 from ..model import PRESETS
 from .cases import PRECISIONS, canonical_variant, layer_case, model_case, with_precision

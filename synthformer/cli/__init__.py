@@ -11,7 +11,7 @@
 
 One module per sub-command (this package's `train`, `eval`, ...), each with ``add_parser(sub)`` and
 ``run(args, rest)``; `COMMANDS` lists them. Options of `train` are typed overrides of the configs
-(synthformer.overrides). What a user gets wrong raises a `SynthformerError`: printed as one line, exit
+(synthformer.training.overrides). What a user gets wrong raises a `SynthformerError`: printed as one line, exit
 status 2 (SYNTHFORMER_DEBUG=1 shows the traceback); so is a missing package of an extra (the line names
 the extra to install); any other exception is a bug and keeps its traceback.
 """
@@ -24,8 +24,8 @@ import sys
 from .. import __version__
 from .._optional import PROVIDERS, missing_extra
 from ..errors import SynthformerError
-from ..integrity import trust_unverified
-from ..overrides import UsageError, coerce, field_help, make_train_config, parse_overrides
+from ..utils.integrity import trust_unverified
+from ..training.overrides import UsageError, coerce, field_help, make_train_config, parse_overrides
 from . import bench, compare, data, eval, export, generate, plot, reproduce, train
 
 # Sub-command name -> its module (in the order of `synthformer --help`).

@@ -1,11 +1,11 @@
 """What the sub-commands share: plain metrics, the device, the placeholder of a command that parses
-its own options. (A trained run is opened by synthformer.plan.open_trained.)"""
+its own options. (A trained run is opened by synthformer.training.plan.open_trained.)"""
 from __future__ import annotations
 
 import argparse
 
-from ..integrity import TRUST_FLAG
-from ..overrides import UsageError
+from ..utils.integrity import TRUST_FLAG
+from ..training.overrides import UsageError
 
 
 def add_trust_option(parser) -> None:
@@ -30,7 +30,7 @@ def plain(metrics: dict | None) -> dict:
 
 def device_of(name: str) -> str:
     """A device name checked as a user option."""
-    from ..distributed import resolve_device
+    from ..training.distributed import resolve_device
 
     try:
         return str(resolve_device(name))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import SynthformerError
-from ..overrides import UsageError
+from ..training.overrides import UsageError
 
 NAME = "bench"
 HELP = "speed and memory benchmarks"

@@ -1,12 +1,12 @@
 """`synthformer compare`: the main job: train the paper's variants on the same budget and tabulate (options and
-errors: `synthformer.compare.main`)."""
+errors: `synthformer.evidence.compare.main`)."""
 from __future__ import annotations
 
 from ._runs import add_passthrough_parser
 
 NAME = "compare"
 HELP = "the main job: train the paper's variants on the same budget and tabulate"
-PASSTHROUGH = True  # the rest of the command line goes to synthformer.compare.main unparsed
+PASSTHROUGH = True  # the rest of the command line goes to synthformer.evidence.compare.main unparsed
 
 
 def add_parser(sub):
@@ -14,6 +14,6 @@ def add_parser(sub):
 
 
 def run(args, rest: list[str]) -> int:
-    from ..compare import main
+    from ..evidence.compare import main
 
     return int(main(rest) or 0)

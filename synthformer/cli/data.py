@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..overrides import UsageError
+from ..training.overrides import UsageError
 
 NAME = "data"
 HELP = "list / prepare / show data sources"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..overrides import UsageError, parse_overrides
+from ..training.overrides import UsageError, parse_overrides
 from ._runs import add_trust_option, plain
 
 NAME = "eval"
@@ -24,8 +24,8 @@ def add_parser(sub):
 def run(args, rest: list[str]) -> int:
     import torch
 
-    from ..evaluation import evaluate
-    from ..plan import open_trained, run_data
+    from ..training.evaluation import evaluate
+    from ..training.plan import open_trained, run_data
 
     train_over, model_over = parse_overrides(rest)
     if model_over:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..integrity import trust_unverified
-from ..runs import check_out
+from ..utils.integrity import trust_unverified
+from ..training.runs import check_out
 from ._runs import add_passthrough_parser, add_trust_option
 
 NAME = "export"

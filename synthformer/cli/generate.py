@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import math
 
-from ..overrides import UsageError
+from ..training.overrides import UsageError
 from ._runs import add_trust_option, device_of
 
 NAME = "generate"
@@ -48,7 +48,7 @@ def decoding_options(args) -> dict:
 def run(args, rest: list[str]) -> int:
     import torch
 
-    from ..plan import open_trained
+    from ..training.plan import open_trained
 
     if rest:
         raise UsageError(f"unexpected arguments {rest}; see `synthformer generate --help`")

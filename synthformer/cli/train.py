@@ -5,8 +5,8 @@ import argparse
 import json
 from pathlib import Path
 
-from ..overrides import UsageError, field_help, make_train_config, parse_overrides
-from ..runs import read_run_config
+from ..training.overrides import UsageError, field_help, make_train_config, parse_overrides
+from ..training.runs import read_run_config
 from ._runs import add_trust_option, plain
 
 NAME = "train"
@@ -23,8 +23,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args, rest: list[str]) -> int:
-    from ..plan import check_model_overrides
-    from ..train import RESULT_FREE, train
+    from ..training.plan import check_model_overrides
+    from ..training.loop import RESULT_FREE, train
 
     train_over, model_over = parse_overrides(rest, args.config)
     if args.resume:

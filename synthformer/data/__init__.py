@@ -14,10 +14,8 @@ from .batching import LMBatches, SequenceBatches, encode_labelled, encode_lm, en
 from .files import SUPPORTED as SUPPORTED_FILE_TYPES
 from .prepare import DataError, DataFileNotFoundError, SourceNotInstalledError, cache_dir
 from .sources.listops import ListOpsConfig, generate_listops
-from .sources import (DEFAULT_SOURCE, SOURCES, TASKS, DataSplits, SourceInfo, list_sources,
-                      load_source, prepare_source)
-from .tokenizer import (SPECIALS, BPETokenizer, ByteTokenizer, CharTokenizer, Tokenizer,
-                        build_tokenizer, load_tokenizer)
+from .sources import DEFAULT_SOURCE, SOURCES, TASKS, DataSplits, SourceInfo, list_sources, load_source, prepare_source
+from .tokenizer import SPECIALS, BPETokenizer, ByteTokenizer, CharTokenizer, Tokenizer, build_tokenizer, load_tokenizer
 
 __all__ = [
     "BPETokenizer", "ByteTokenizer", "CharTokenizer", "DEFAULT_SOURCE", "DataError",

@@ -28,7 +28,7 @@ import json
 import re
 from pathlib import Path
 
-from ..jsonl import read_rows
+from ..utils.jsonl import read_rows
 from .prepare import DataError, DataFileNotFoundError
 
 SUPPORTED = {".txt": ("lm",), ".tsv": ("seq2seq", "classify"), ".jsonl": ("lm", "seq2seq", "classify")}

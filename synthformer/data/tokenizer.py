@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .._optional import require
-from ..integrity import atomic_write_text
+from ..utils.integrity import atomic_write_text
 from .prepare import DataError
 
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>", "<mask>", "<sep>"]
@@ -63,7 +63,7 @@ class Tokenizer:
 
     def save(self, folder: str | os.PathLike) -> Path:
         """Write ``folder/tokenizer.json`` (the standard file) and ``folder/tokenizer_meta.json``, each
-        atomically and durably (`synthformer.integrity.atomic_write_text`); returns tokenizer.json's path."""
+        atomically and durably (`synthformer.utils.integrity.atomic_write_text`); returns tokenizer.json's path."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         state = {k: v for k, v in self._state().items() if k != "hf"}  # BPE's model is tokenizer.json itself

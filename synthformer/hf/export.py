@@ -8,7 +8,7 @@ and the modeling code (``synthformer.hf.remote``). It loads with the Auto class 
 ``trust_remote_code=True`` (synthformer need not be installed), or after ``import synthformer.hf``
 without it.
 
-The source is opened as eval and generate open a run (``synthformer.runs``): the run folder is checked
+The source is opened as eval and generate open a run (``synthformer.training.runs``): the run folder is checked
 against its manifest (``trust_unverified()``, the CLI's ``--trust-unverified``, for a folder without
 one), the model is ``model/`` or the checkpoint ``checkpoints/latest.json`` names inside the run, and
 loading verifies that folder's own manifest. A model or checkpoint folder given directly is verified
@@ -28,10 +28,10 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..checkpoint import CKPT_DIR
+from ..training.checkpoint import CKPT_DIR
 from ..errors import SynthformerError
-from ..integrity import MANIFEST, fsync_dir, fsync_file
-from ..runs import RUN_CONFIG, check_out, load_model, remove_created
+from ..utils.integrity import MANIFEST, fsync_dir, fsync_file
+from ..training.runs import RUN_CONFIG, check_out, load_model, remove_created
 from .modeling import to_hf
 from .remote import write_remote_code
 from .tokenization import to_hf_tokenizer
@@ -73,7 +73,7 @@ def open_source(run_dir) -> tuple[Source, object, object]:
     checkpoint) or a model / checkpoint folder, opened as eval and generate open it (`plan.open_trained`:
     every folder read verified against its manifest, latest.json confined to the run's checkpoints); a
     model folder on its own is exported without a tokenizer. One SynthformerError naming the file otherwise."""
-    from ..plan import open_trained
+    from ..training.plan import open_trained
 
     path = Path(run_dir)
     if not path.is_dir():

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..attention.base import positions
+from ..attention.synthesizers.base import positions
 from ..errors import InputError
 from ._common import check_input, check_sizes
 

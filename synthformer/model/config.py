@@ -1,9 +1,9 @@
 """ModelConfig: one typed config for every model kind, with named presets.
 
-The synthesizers' options are declared once, in :class:`~synthformer.attention.base.SynthesizerOptions`
+The synthesizers' options are declared once, in :class:`~synthformer.attention.synthesizers.base.SynthesizerOptions`
 (type, default, help comment, range rule): ModelConfig takes them over as fields of its own
 (:func:`with_options`), builds the options object once (``cfg.synthesizer_options``) and the layers
-receive that object. Types are checked by synthformer.typed, like TrainConfig's.
+receive that object. Types are checked by synthformer.utils.typed, like TrainConfig's.
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 import math
 import os
 
-from ..attention.base import SynthesizerOptions
+from ..attention.synthesizers.base import SynthesizerOptions
 from ..errors import ConfigError
 from ..mixers import MixerSpec, check_slot, mixer_state_numel, resolve_mixer
-from ..typed import check_fields
+from ..utils.typed import check_fields
 
 KINDS = ("lm", "classifier", "seq2seq", "mlm")
 

@@ -1,5 +1,5 @@
 """The checkpoint folder format: ``model.safetensors`` (weights, no pickle), ``config.json`` (the
-resolved ModelConfig) and ``manifest.json`` (SHA-256 of both, written last; see synthformer.integrity).
+resolved ModelConfig) and ``manifest.json`` (SHA-256 of both, written last; see synthformer.utils.integrity).
 
 This module knows files, not model classes: ``SynthformerModel.save`` / ``SynthformerModel.load``
 (model/transformer.py) build and fill models through it, so the two modules do not import each other.
@@ -14,8 +14,7 @@ import tempfile
 from pathlib import Path
 
 from .._optional import require
-from ..integrity import (MANIFEST, CheckpointError, fsync_dir, remove_stale_temps, verify_manifest,
-                         write_manifest)
+from ..utils.integrity import MANIFEST, CheckpointError, fsync_dir, remove_stale_temps, verify_manifest, write_manifest
 from .config import ModelConfig
 
 WEIGHTS, CONFIG = "model.safetensors", "config.json"

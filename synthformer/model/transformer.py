@@ -13,7 +13,7 @@ from .layers import Block
 class Embedding(nn.Module):
     """Token embedding plus a learned absolute position table of max_seq_len rows."""
 
-    position_tables = ("pos.weight",)  # the optimizer's "positions" group (synthformer/optim.py)
+    position_tables = ("pos.weight",)  # the optimizer's "positions" group (synthformer/training/optim.py)
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()

@@ -19,8 +19,8 @@ from torch import Tensor
 
 from ..errors import InputError
 from .style import check_out, colour_map, distinct_labels, log_ticks, pyplot
-from .weights import (ModelInput, Run, Site, capture, histogram, initial_model, learned_table, select_layers,
-                      sites, text_input, token_labels, validation_input, weight_values)
+from .weights import (ModelInput, Run, Site, capture, histogram, initial_model, learned_table, select_layers, sites,
+                      text_input, token_labels, validation_input, weight_values)
 
 MAX_TOKEN_TICKS = 40  # longer inputs get position ticks instead of one label per token
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InputError
-from .. import jsonl
+from ..utils import jsonl
 from .style import check_out, colour_map, integer_ticks, log_ticks, ordered, pyplot, short_tails
 
 REQUIRED = {"variant", "scope", "mode", "length", "tokens_per_s"}

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from ..errors import InputError
-from ..runs import read_metrics
+from ..training.runs import read_metrics
 from .style import check_out, colour_map, distinct_labels, human, log_ticks, ordered, pyplot
 
 
@@ -41,7 +41,7 @@ def find_runs(paths: list[str]) -> tuple[dict[str, Path], str]:
 def plot_curves(runs: dict[str, str | Path | list], path: str | Path, task: str = "lm", title: str = "") -> Path:
     """Training loss (smoothed) and the validation main metric against training tokens, one line per
     run in the same colour in both panels; saved by extension (PNG, SVG, PDF). `runs`: name -> a run
-    folder, or the rows of its metrics.jsonl (e.g. a kept cell's, `synthformer.cells`)."""
+    folder, or the rows of its metrics.jsonl (e.g. a kept cell's, `synthformer.evidence.cells`)."""
     path = check_out(path)
     fig = curves_figure(runs, task, title)
     fig.savefig(path, dpi=120)
@@ -51,7 +51,7 @@ def plot_curves(runs: dict[str, str | Path | list], path: str | Path, task: str 
 
 def curves_figure(runs: dict[str, str | Path | list], task: str = "lm", title: str = ""):
     """The matplotlib Figure of `plot_curves`."""
-    from ..report import LOWER_IS_BETTER, METRIC_COLUMNS
+    from ..tasks.metrics import LOWER_IS_BETTER, METRIC_COLUMNS
 
     plt = pyplot()
     from matplotlib.ticker import FuncFormatter

@@ -9,7 +9,7 @@ Three sources, each per layer and head, none of which changes model code:
   straight from the parameters: the softmax of the mixed logits over the first L positions,
   causal-masked for decoders;
 * :func:`initial_model` -- the model as training initialised it (``torch.manual_seed(seed)`` then
-  ``build_model(config)``, as ``synthformer.train`` does), for the "initial" histograms of Figure 2.
+  ``build_model(config)``, as ``synthformer.training.loop`` does), for the "initial" histograms of Figure 2.
 
 A run's input is one batch of its validation data (:func:`validation_input`) or a text of the user's
 (:func:`text_input`), turned into the model's arguments by the model kind (``INPUTS``).
@@ -25,10 +25,10 @@ import torch
 from torch import Tensor, nn
 
 from ..attention import SyntheticAttention
-from ..checkpoint import RunError
+from ..training.checkpoint import RunError
 from ..errors import InputError, SynthformerError
 from ..mixers import DynamicConv, LightConv
-from ..plan import TrainedRun, open_trained
+from ..training.plan import TrainedRun, open_trained
 
 # Token mixers whose need_weights=True gives an (B, H, Lq, Lk) matrix over the keys. LightConv and
 # DynamicConv give their convolution as a banded matrix; Linformer's weights cover k projected keys,
@@ -118,12 +118,12 @@ def select_layers(all_sites: list[Site], layers: str | None, default: str = "all
 
 
 # ----------------------------------------------------------------------------- a run's model and input
-Run = TrainedRun  # a trained run as synthformer.plan.open_trained opens it (model in eval mode, tokenizer, configs)
+Run = TrainedRun  # a trained run as synthformer.training.plan.open_trained opens it (model in eval mode, tokenizer, configs)
 
 
 def load_run(path: str | Path, device: str = "cpu") -> Run:
     """The run at ``path`` (a run folder, or one of its checkpoints or its ``model/``) for figures:
-    :func:`synthformer.plan.open_trained`, its errors as one-line InputErrors naming ``--run``."""
+    :func:`synthformer.training.plan.open_trained`, its errors as one-line InputErrors naming ``--run``."""
     try:
         return open_trained(path, device=device)
     except RunError as e:
@@ -132,7 +132,7 @@ def load_run(path: str | Path, device: str = "cpu") -> Run:
 
 def initial_model(run: Run) -> nn.Module:
     """The run's model as its training started: seeded with the run's seed, built from its config
-    (the same draws as ``synthformer.train``), in eval mode. The global RNG is restored afterwards."""
+    (the same draws as ``synthformer.training.loop``), in eval mode. The global RNG is restored afterwards."""
     from ..model import build_model
 
     state = torch.random.get_rng_state()

@@ -5,14 +5,14 @@
     synthformer reproduce table2 --budget cpu --seeds 2 --out runs/t2
     synthformer reproduce --index reproductions           # reproductions/README.md from the reports there
 
-Each name trains its variants x seeds through `synthformer.compare` (one shared encoding per grid) and
+Each name trains its variants x seeds through `synthformer.evidence.compare` (one shared encoding per grid) and
 writes into its run folder (default runs/reproduce/NAME-BUDGET): one sub-folder per grid (compare's
 results.json with the paper's claims judged, table.md, curves.png, one run folder per variant), then
 ``report.md`` (our numbers beside the paper's, every claim of the table with its status),
 ``results.json`` and the name's own figures. Running the same command again continues: finished grids
 and runs are reused, an interrupted run resumes from its checkpoint. A grid folder records the settings it
 ran with (``settings.json``): one run with other settings (a budget changed since) is refused, not reused.
-At the cpu and gpu budgets every variant first gets the same learning-rate sweep (`synthformer.tuning`)
+At the cpu and gpu budgets every variant first gets the same learning-rate sweep (`synthformer.evidence.tuning`)
 and trains 3 seeds (5 where a validation split has under 200 items); the smoke budget does neither.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..data.sources import SOURCES
 from .common import AUTO_SEEDS, BUDGET_TUNE, BUDGETS, Context, ReproduceError, write_report
-from ..integrity import atomic_write_text
+from ..utils.integrity import atomic_write_text
 
 MANIFEST = "reproduce.json"  # name, budget and seeds of a run folder (a rerun must match them)
 
@@ -166,7 +166,7 @@ def _check_interim(out: Path) -> None:
 
 def _run_interim(ctx: Context, module) -> None:
     """An interim.md in every grid of ``ctx.out`` that has started, or in table5's suite (read only, no lock)."""
-    from ..compare import SETTINGS
+    from ..evidence.compare import SETTINGS
 
     if not hasattr(module, "grids"):
         module.run(ctx)  # a suite that keeps cells (table5) honours ctx.interim
@@ -191,7 +191,7 @@ def _grids(module, budget: str, out: Path) -> list:
 def only_grids(module, name: str, budget: str, out: Path, only: list[str]) -> tuple[list, tuple]:
     """`reproduce --only`: the name's grids (none for a suite that keeps cells, table5) and the variants named
     (checked before anything is written)."""
-    from ..compare import variant_name
+    from ..evidence.compare import variant_name
 
     grids = _grids(module, budget, out) if hasattr(module, "grids") else []
     known = {variant_name(v) for g in grids for v in g.variants} if grids else set(module.variants(budget))

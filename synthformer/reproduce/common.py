@@ -1,5 +1,5 @@
 """What every `synthformer reproduce NAME` shares: budgets, the spec of a name, variant grids run
-through `synthformer.compare`, the run folder's manifest, and report.md / results.json.
+through `synthformer.evidence.compare`, the run folder's manifest, and report.md / results.json.
 
 A name (one module of this package) declares a `Spec` (what it reproduces, data, variants, time per
 budget, why it differs from the paper) and a ``run(ctx)`` that returns `Section`s; `reproduce()` in
@@ -12,13 +12,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..claims import CLAIMS, evaluate, finding_line, status_rank
-from ..compare import DEFAULT_SEEDS, SMALL_EVAL, SMALL_EVAL_SEEDS, gate_line, with_floor
+from ..evidence.claims import CLAIMS, evaluate, finding_line, status_rank
+from ..evidence.compare import DEFAULT_SEEDS, SMALL_EVAL, SMALL_EVAL_SEEDS, gate_line, with_floor
 from ..errors import SynthformerError
-from ..integrity import atomic_write_text
-from ..speed import speed_note
-from ..report import table_markdown, tuning_markdown
-from ..tuning import TuneConfig
+from ..utils.integrity import atomic_write_text
+from ..evidence.speed import speed_note
+from ..evidence.tables import table_markdown, tuning_markdown
+from ..evidence.tuning import TuneConfig
 
 BUDGETS = ("smoke", "cpu", "gpu")
 SMOKE_NOTE = ("**Smoke budget: a check that the pipeline runs end to end (two training steps). The models are "
@@ -47,7 +47,7 @@ BUDGET_TRAIN = {
                 log_every=50, precision="bf16", device="cuda"),
 }
 BUDGET_MODEL = {"smoke": dict(max_seq_len=32), "cpu": {}, "gpu": {}}
-# The learning-rate sweep every variant gets (synthformer.tuning) per budget: the default protocol at the
+# The learning-rate sweep every variant gets (synthformer.evidence.tuning) per budget: the default protocol at the
 # real budgets; none at smoke (the pipeline check; tests/test_tuning.py runs a tiny sweep instead).
 BUDGET_TUNE = {"smoke": None, "cpu": TuneConfig(), "gpu": TuneConfig()}
 AUTO_SEEDS = (f"auto ({DEFAULT_SEEDS}; {SMALL_EVAL_SEEDS} when a validation split has under {SMALL_EVAL} items)")
@@ -77,9 +77,9 @@ class Spec:
     minutes: dict  # budget -> estimated wall time in words, e.g. {"smoke": "< 1 min", ...}
     seeds: dict  # budget -> default seeds per variant (None: compare's default, see AUTO_SEEDS)
     sources: tuple  # registry sources it needs (checked before any training)
-    tables: tuple  # claim tables (synthformer.claims) whose claims the report lists
+    tables: tuple  # claim tables (synthformer.evidence.claims) whose claims the report lists
     differences: str  # how this setting differs from the paper's, and so what can be compared
-    extra_claims: tuple = ()  # (id, table, text) of claims checked here that synthformer.claims lacks
+    extra_claims: tuple = ()  # (id, table, text) of claims checked here that synthformer.evidence.claims lacks
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class Section:
 
     title: str
     body: str
-    findings: list = field(default_factory=list)  # structured findings from synthformer.claims
+    findings: list = field(default_factory=list)  # structured findings from synthformer.evidence.claims
     extra: list = field(default_factory=list)  # module-judged claims: {claim, table, text, status, detail}
     kinds: tuple = ()  # task kinds of its grids (which claims apply)
     variants: tuple = ()  # variants it ran
@@ -144,7 +144,7 @@ class Context:
         """Run (or reuse, or continue) one comparison in out/<key>; returns its results dict (None with
         `only`: the cells of those variants trained). The folder records its settings
         (`compare.check_settings`): one run with other settings is refused."""
-        from ..compare import compare, variant_name
+        from ..evidence.compare import compare, variant_name
 
         only = None
         if self.only is not None:
@@ -167,7 +167,7 @@ def reuse(folder: Path, settings: dict, label: str, log=print) -> dict | None:
     """The results.json of ``folder`` when it finished with these settings; None when it is to be run or
     continued (the settings are then recorded). A folder run with other settings (e.g. a budget's steps
     changed since) is an error: reusing it would report numbers of another configuration."""
-    from ..compare import check_settings, read_json
+    from ..evidence.compare import check_settings, read_json
 
     if not check_settings(folder, settings, ReproduceError):
         return None
@@ -250,8 +250,8 @@ def status_counts(claims: list[dict]) -> str:
 
 def write_report(ctx: Context, spec: Spec, sections: list[Section], wall_s: float, images: list[str]) -> dict:
     """report.md and results.json of a name in ctx.out; returns the results dict."""
-    from ..checkpoint import atomic_write_json
-    from ..reference_results import CITATION
+    from ..training.checkpoint import atomic_write_json
+    from ..evidence.paper.numbers import CITATION
 
     claims = claim_statuses(spec, sections)
     lines = [f"# synthformer reproduce {spec.name}: {spec.reproduces}", "",
@@ -300,14 +300,14 @@ def markdown_table(head: list[str], rows: list[list]) -> str:
 def open_grid_data(run_dir: Path, log=None):
     """(TrainConfig, TaskData) of a trained run, encoded with its own tokenizer (every run of a grid
     shares it, so one call serves the whole grid)."""
-    from ..plan import open_trained
+    from ..training.plan import open_trained
 
     run = open_trained(run_dir, with_data=True, log=log or (lambda *a: None))
     return run.train, run.data
 
 
 def load_model(run_dir: Path, device: str = "cpu"):
-    from ..plan import open_trained
+    from ..training.plan import open_trained
 
     return open_trained(run_dir, device=device, log=lambda *a: None).model
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..claims import CLAIMS
+from ..evidence.claims import CLAIMS
 from .common import NOT_RUN, ReproduceError, markdown_table, short_finding, status_counts
-from ..integrity import atomic_write_text
+from ..utils.integrity import atomic_write_text
 
 
 def _reports(root: Path) -> dict:
@@ -54,7 +54,7 @@ def _has_floor(folder: Path) -> bool:
 
 def floors_text(report: dict) -> str:
     """Per grid of a name's report: V's main metric beside the floor's ("—" for reports without floors)."""
-    from ..report import METRIC_COLUMNS
+    from ..tasks.metrics import METRIC_COLUMNS
 
     parts = []
     for section in report.get("sections", []):
@@ -77,7 +77,7 @@ def interims(folder: Path, reports: dict) -> dict[Path, tuple[dict, str]]:
     run is not published (`_published`): a grid still running gives its interim report (interim.json:
     `reproduce --interim`), a finished grid of such a run its results (table2's LM grid, finished while its MT
     grid runs)."""
-    from ..compare import INTERIM
+    from ..evidence.compare import INTERIM
 
     found = {}
     for run in _runs(folder):

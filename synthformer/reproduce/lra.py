@@ -29,7 +29,7 @@ seed), on the device the grids trained on; stored in ``<task>/bench.json`` and p
 seed) as ``peak_bytes``. The training runs record no peak memory, and a whole-run peak on CPU would mix
 in the data and the optimizer; the layer is where the variants differ. The speed claims read
 ``tokens_per_s``: each variant's whole model timed round-robin on the task's data after the grid
-(`synthformer.speed`, when each grid ends), not the training runs' own throughput.
+(`synthformer.evidence.speed`, when each grid ends), not the training runs' own throughput.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from pathlib import Path
 
 from .common import Grid, Section, Spec, budget_model, budget_train, fmt, grid_section, markdown_table, per_budget
 from ..data.sources.listops import LRA as LISTOPS_LRA
-from ..integrity import atomic_write_text
+from ..utils.integrity import atomic_write_text
 
 VARIANTS = ("V", "R+V", "linformer")
 TEXT_SOURCE = "manpages-section"
@@ -138,7 +138,7 @@ def text_counts(grid: Grid) -> str:
 
 
 def lra_table(sections_rows: dict) -> str:
-    from ..reference_results import LRA
+    from ..evidence.paper.numbers import LRA
 
     head = ["model"] + [f"ours: {t}" for t in ("ListOps", "Text", "Image")] + \
            [f"LRA: {t}" for t in ("ListOps", "Text", "Retrieval", "Image", "Pathfinder")]
@@ -211,7 +211,7 @@ def add_bench(grid: Grid, results: dict, folder: Path, log=print) -> dict:
 
 def bench_table(benches: dict) -> str:
     """Speed and peak memory from `synthformer.bench` at each task's length, relative to V, beside LRA's."""
-    from ..reference_results import LRA_LENGTHS, LRA_MEMORY_GB, LRA_STEPS_PER_S
+    from ..evidence.paper.numbers import LRA_LENGTHS, LRA_MEMORY_GB, LRA_STEPS_PER_S
 
     head = ["model"]
     for key, b in benches.items():
@@ -250,7 +250,7 @@ def average_rows(grid_results: list[dict]) -> list[dict]:
     averaged the same way when every task has one."""
     import math
 
-    from ..compare import intervals
+    from ..evidence.compare import intervals
 
     seeds = sorted(set.intersection(*({s["seed"] for r in res["variants"] for s in r["seeds"]}
                                       for res in grid_results)))
@@ -275,7 +275,7 @@ def average_rows(grid_results: list[dict]) -> list[dict]:
 
 
 def run(ctx):
-    from ..claims import evaluate
+    from ..evidence.claims import evaluate
 
     sections, accuracy, all_results, benches = [], {}, [], {}
     for grid in grids(ctx.budget, ctx.out):

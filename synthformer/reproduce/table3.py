@@ -105,7 +105,7 @@ def test_scores(rows: list[dict]) -> dict:
 
 def test_table(rows: list[dict], paper: dict, paper_titles: tuple) -> str:
     """ROUGE-1/2/L, BLEU-4 and chrF of every variant (mean [95% interval] over seeds) beside the paper's."""
-    from ..report import _fmt_stat
+    from ..evidence.tables import _fmt_stat
 
     head = ["model", "ROUGE-1", "ROUGE-2", "ROUGE-L", "BLEU-4", "chrF", "decoded"] + [f"paper: {t}" for t in paper_titles]
     table = []
@@ -118,7 +118,7 @@ def test_table(rows: list[dict], paper: dict, paper_titles: tuple) -> str:
 
 
 def run(ctx):
-    from ..reference_results import TABLE3
+    from ..evidence.paper.numbers import TABLE3
 
     sections = []
     for grid in grids(ctx.budget):

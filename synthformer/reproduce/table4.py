@@ -7,7 +7,7 @@ import json
 import statistics
 from pathlib import Path
 
-from ..integrity import atomic_write_json
+from ..utils.integrity import atomic_write_json
 from .common import (Grid, Spec, budget_model, budget_train, fmt, grid_section, load_model, markdown_table,
                      open_grid_data, per_budget)
 
@@ -66,7 +66,7 @@ def masked_accuracy(rows: list[dict], split: str, device: str = "cpu", log=None,
     before that was recorded, the same evaluation again (the whole split, the evaluation's fixed masks) from its
     run folder where that is on this machine, kept in ``folder/accuracy.json`` (committed with the cells) for a
     later report without the folder; None for a variant with neither."""
-    from ..evaluation import evaluate
+    from ..training.evaluation import evaluate
 
     file = None if folder is None else Path(folder) / ACCURACY_FILE
     kept = json.loads(file.read_text()) if file is not None and file.exists() else {}
@@ -92,7 +92,7 @@ def masked_accuracy(rows: list[dict], split: str, device: str = "cpu", log=None,
 
 
 def speed_table(rows: list[dict], accuracy: dict) -> str:
-    from ..reference_results import TABLE4_STEPS_PER_S as P
+    from ..evidence.paper.numbers import TABLE4_STEPS_PER_S as P
 
     by = {r["variant"]: r for r in rows}
     v, dc = by.get("V"), by.get("dynamicconv")

@@ -1,20 +1,20 @@
 """Tables 5-6: pretrain an MLM encoder per variant, then fine-tune it on a small GLUE-like suite built
 from real data (sentiment and topic, single sentences; paraphrase pairs from aligned KJV/WEB verses),
-through `synthformer.finetune_suite.pretrain_finetune`. The report sets per-task scores and their average
+through `synthformer.evidence.suite.pretrain_finetune`. The report sets per-task scores and their average
 (95% intervals, the majority-class floor row, the pretraining lr each variant's sweep chose) beside the
 paper's R+V / D+V vs V deltas and its claim that pure synthesizers are weak on pairs. At the cpu and
 gpu budgets the parameter-matched T5 Base+ (V with a wider FFN, matched to the largest +V mixture's
 parameter count from the built models) runs too, so the "above T5 Base+" claims are checked."""
 from __future__ import annotations
 
-from ..compare import DEFAULT_SEEDS
+from ..evidence.compare import DEFAULT_SEEDS
 from .common import ReproduceError, Section, Spec, reuse
 from .table4 import grids as table4_grids
 
 VARIANTS = ("V", "R", "D", "R+V", "D+V", "dynamicconv")  # the paper's Tables 5-6 rows, less T5 Base+ (below)
 REUSES = "table4"  # `--reuse`: its MLM grid's finished sweep and seeds are this pretraining (table4_pretraining)
 BASE_PLUS = "T5 Base+"  # finetune_suite.BASE_PLUS: added at the cpu and gpu budgets
-TASKS = ("sentiment", "topic", "paraphrase")  # synthformer.finetune.SUITE
+TASKS = ("sentiment", "topic", "paraphrase")  # synthformer.training.init_from.SUITE
 # Fine-tuning steps a task at cpu (batch 16, lr 5e-4, 32 tokens), measured from a V pretrained as table4's: topic
 # 24.3% test accuracy after 800 steps, 34.3% after 2,000, against a majority class of 14.4%.
 FINETUNE_CPU_STEPS = 2000
@@ -41,20 +41,20 @@ SPEC = Spec(
                 "sentence-pair task's accuracy (`pair`, the mean of the suite's pair tasks: every SuperGLUE task "
                 "is multi-segment); there is no separate harder suite here. The SST-2 claims are judged on the "
                 "sentiment task's fine-tuned accuracy. Every variant gets the same learning-rate sweep of its MLM "
-                "pretraining (synthformer.tuning, on the validation loss; the fine-tuning lr is one value for all); "
+                "pretraining (synthformer.evidence.tuning, on the validation loss; the fine-tuning lr is one value for all); "
                 "the floor is each task's majority class; T5 Base+ is V with its FFN widened to the largest +V "
                 "mixture's parameter count (within 1%), not T5 Base with ~10M more parameters.",
 )
 
-MISSING = ("table5 needs synthformer.finetune_suite.pretrain_finetune (the pretrain-then-fine-tune pipeline), which is "
+MISSING = ("table5 needs synthformer.evidence.suite.pretrain_finetune (the pretrain-then-fine-tune pipeline), which is "
            "not in this installation; the other names run")
 
 
 def _pipeline():
     try:
-        from ..finetune_suite import pretrain_finetune
+        from ..evidence.suite import pretrain_finetune
     except ModuleNotFoundError as e:
-        if e.name != "synthformer.finetune_suite":
+        if e.name != "synthformer.evidence.suite":
             raise
         raise ReproduceError(MISSING) from None
     except ImportError:
@@ -76,8 +76,8 @@ def table4_pretraining(budget: str) -> tuple[dict, dict]:
     """table4's MLM grid at `budget` as the suite's pretraining: its whole TrainConfig (compare's defaults under
     the grid's options, less what may change between runs) and its model, so that every pretraining run is
     one of table4's runs and `--reuse` can take table4's finished ones."""
-    from ..compare import DEFAULTS
-    from ..train import RESUME_FREE
+    from ..evidence.compare import DEFAULTS
+    from ..training.loop import RESUME_FREE
 
     grid = table4_grids(budget)[0]
     return {k: v for k, v in {**DEFAULTS, **grid.train}.items() if k not in RESUME_FREE}, dict(grid.model)
@@ -118,7 +118,7 @@ def call(ctx) -> dict:
         kw["threads"] = ctx.threads
     elif ctx.budget != "gpu":
         kw["threads"] = 1
-    # the same pretraining lr sweep for every variant (synthformer.tuning) at cpu and gpu; none at smoke
+    # the same pretraining lr sweep for every variant (synthformer.evidence.tuning) at cpu and gpu; none at smoke
     table4_grid = None if ctx.reuse is None else ctx.reuse / table4_grids(ctx.budget)[0].key  # --reuse: its MLM grid
     return fn(names, TASKS, folder, seeds=seeds, tune=sweep, reuse=table4_grid, only=ctx.only,
               interim=ctx.interim, log=ctx.log, **kw)
@@ -131,9 +131,9 @@ def run(ctx):
 
 def sst2_findings(results: dict) -> list:
     """Table 5's SST-2 claims judged on the sentiment task's fine-tuned accuracy (per seed)."""
-    from ..claims import evaluate, select
+    from ..evidence.claims import evaluate, select
 
-    from ..compare import intervals, with_floor
+    from ..evidence.compare import intervals, with_floor
 
     rows = []
     for r in with_floor(results):
@@ -151,7 +151,7 @@ def sst2_findings(results: dict) -> list:
 def section(results: dict) -> Section:
     """The report section: pretrain_finetune's own report (per-task scores, averages, deltas vs V, the
     paper's GLUE/SuperGLUE columns) and its findings, plus the SST-2 claims on the sentiment task."""
-    from ..finetune_suite import report_markdown
+    from ..evidence.suite import report_markdown
 
     text = report_markdown(results)
     text = text.split("## The paper's Table 5-6 claims")[0]  # the claims table of report.md lists them

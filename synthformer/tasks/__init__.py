@@ -1,4 +1,4 @@
-"""Tasks: what to train on and how to score it; the one loop in `synthformer.train` runs them all.
+"""Tasks: what to train on and how to score it; the one loop in `synthformer.training.loop` runs them all.
 
 Each task (one file each) says which model kind it trains, how to encode and batch `DataSplits`,
 the loss of a batch and the metrics of an evaluation (the `eval_batch` / `eval_metrics` hooks of the

@@ -1,6 +1,6 @@
 """The interface every task implements: data -> batches, loss of a batch, evaluation metrics.
 
-A task holds no loop code (that lives in `synthformer.train`): it says which model kind it trains,
+A task holds no loop code (that lives in `synthformer.training.loop`): it says which model kind it trains,
 how to turn `DataSplits` into encoded examples and resumable batchers, the loss of one batch, and
 the metrics of a validation pass. The validation pass itself is `Task.evaluate`, the same loop for
 every task; a task changes what it adds up per batch (`eval_batch`) and the metrics it reports
@@ -8,7 +8,7 @@ every task; a task changes what it adds up per batch (`eval_batch`) and the metr
 
 Every evaluation also keeps per-item statistics (one row per sequence or example: its loss sum and
 prediction count, its correctness, its sentence statistics) so that each headline metric comes with
-"<metric>_se", its bootstrap standard error over the evaluated items (`synthformer.stats`).
+"<metric>_se", its bootstrap standard error over the evaluated items (`synthformer.utils.stats`).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..errors import InputError
-from ..stats import N_BOOT, bootstrap_ses
+from ..utils.stats import N_BOOT, bootstrap_ses
 
 Batch = dict  # name -> tensor, as yielded by the batchers of `synthformer.data.batching`
 IGNORE = -100  # cross-entropy target of positions (or items) not predicted

@@ -4,7 +4,7 @@ Inputs are single texts or **sentence pairs**: an example whose ``x`` is a tuple
 encoded ``[CLS] a <sep> b`` (the CLS slot only with pooling "cls"; the longer sentence is cut first
 to fit seq_len). A source that joins its pairs into one string names the joiner in
 ``meta["pair_separator"]`` (bible-paraphrase: " ||| "); `pair_splits` turns those back into tuples
-before encoding (`synthformer.task_data.prepare_data` does it for every classify run). There are no
+before encoding (`synthformer.training.task_data.prepare_data` does it for every classify run). There are no
 segment (token type) embeddings: the <sep> token and the positions tell the sides apart.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import dataclasses
 
 from ..data import DataError, SequenceBatches, encode_labelled
 from ..errors import ConfigError
-from ..stats import bootstrap_se
+from ..utils.stats import bootstrap_se
 from .base import IGNORE, Task, add_losses, loss_ses
 
 POOLINGS = ("mean", "cls")  # ModelConfig.pooling values

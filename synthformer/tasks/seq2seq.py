@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ..data import SequenceBatches, encode_pairs
-from ..stats import N_BOOT, bootstrap_ses
+from ..utils.stats import N_BOOT, bootstrap_ses
 from .base import Task, device_of, loss_ses, perplexity, to_device
 from .lm import model_pad_id
 
@@ -47,8 +47,8 @@ class Seq2SeqTask(Task):
     def eval_decode(self, model, tokenizer, totals, *, decode_batches=None, decode="greedy", num_beams=4,
                     max_new_tokens=None, **options):
         """Decode every batch of `decode_batches` (greedy or beam), for BLEU / chrF / ROUGE-L; none
-        given: no decoding. `synthformer.evaluation` passes the batches of a seeded sample of the
-        split (`synthformer.evaluation.decode_sample`), independent of how the loss pass batches it."""
+        given: no decoding. `synthformer.training.evaluation` passes the batches of a seeded sample of the
+        split (`synthformer.training.evaluation.decode_sample`), independent of how the loss pass batches it."""
         hyps, refs = totals.setdefault("hyps", []), totals.setdefault("refs", [])
         device = device_of(model)
         for batch in decode_batches or ():

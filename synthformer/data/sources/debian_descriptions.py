@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ...integrity import atomic_write_text
+from ...utils.integrity import atomic_write_text
 from ..prepare import DataError, SourceNotInstalledError, cache_dir
 from .base import Source, capped, digest, split_by_group
 from .manpages import _lead, _normalise

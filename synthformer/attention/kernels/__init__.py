@@ -1,0 +1,1 @@
+"""How a call is computed: the routes, the blocked kernels and the ATen wrappers."""

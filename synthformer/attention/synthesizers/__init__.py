@@ -1,0 +1,1 @@
+"""The synthesizing functions, one file per variant, and their registry."""

@@ -1,0 +1,602 @@
+"""The fine-tuning suite: pretrain, then fine-tune (the paper's Tables 5-6 at a scale that runs here).
+
+For each variant an MLM encoder is pretrained once (per seed) on a real corpus, then fine-tuned on
+each task of a small GLUE-like suite built from real data (`SUITE`): single-sentence tasks
+(sentiment, topic) and a sentence-pair task (KJV/WEB paraphrase, encoded ``[CLS] a <sep> b``).
+The score of a task is its dev (validation) accuracy, as the paper reports dev scores; a variant's
+row holds every task's accuracy, their mean ("accuracy", our GLUE score), the means over the
+single-sentence and the sentence-pair tasks ("single", "pair": the SuperGLUE claims are judged on
+"pair") and ``pair_vs_single`` = 100 x pair / single, which the paper's claim "pure synthesizers are
+weak on sentence pairs" is judged on (evidence/claims.py, Tables 5-6).
+
+The evidence rules of DESIGN.md section 7 apply as in `synthformer.evidence.compare`:
+- every seed's metrics carry "<metric>_se" (the classify task's bootstrap SE over dev examples; the
+  means' SEs by independence, pair_vs_single's by the delta method) and each row an "interval"
+  (`compare.intervals`: the item SEs combined with the seed spread);
+- a majority-class floor row (`floors.floor_row` on each task's data, per seed, averaged over the
+  seeds) with the same metrics except pair_vs_single (a ratio of two floors is no floor), so claims
+  gate on it (`claims.judge`);
+- with `tune` every variant gets the same learning-rate sweep of its **pretraining**
+  (`tuning.sweep`, chosen on the MLM validation loss; candidates in ``out/tune/<variant>``); the
+  fine-tuning learning rate is the same fixed value for all. The chosen values are in each row's
+  "tuned" and the report;
+- with `reuse` (a comparison folder of the same MLM pretraining, e.g. table4's grid) its finished runs stand
+  in for this suite's: a sweep candidate by its run folder or its cell (the sweep needs the score only), a
+  seed's pretraining by its run folder (fine-tuning needs the weights); each is checked to have this
+  suite's settings and model (`compare.reused`), a mismatch is one error;
+- ``T5 Base+`` (`BASE_PLUS`) is V with its FFN widened until its parameter count matches the largest
+  +V mixture of the run within 1% (`matched_ffn`, from the built pretraining models), the paper's
+  parameter-matched baseline.
+
+    from synthformer.evidence.suite import pretrain_finetune
+    results = pretrain_finetune(["V", "R", "R+V"], out="runs/table5")
+
+The folder ``out`` gets ``pretrain/<variant>`` (mlm runs) and ``finetune/<task>/<variant>``
+(classify runs started with ``init_from``; ``-seed<S>`` appended with several seeds), then
+``report.md`` (ours beside the paper's GLUE / SuperGLUE numbers, the deltas vs V, every Table 5/6
+claim with its status) and, last, ``results.json``, both written atomically. Calling again with the
+same ``out`` continues: finished runs (done.json) are reused, interrupted ones resume.
+
+Every finished run is also kept as its cell (``out/cells/<run path>.json``, `synthformer.evidence.cells`), and
+floor.json and base_plus.json hold what else the report needs, so the suite can be finished over several
+calls on different machines from those small files alone: a run whose folder is gone is taken from its
+cell (checked to have the same settings) when its score is all that is needed - a fine-tuning run, a
+sweep candidate, or a seed's pretraining once every task of that seed has finished. Only a seed whose
+fine-tuning is not finished needs its encoder's weights, and pretrains again where they are gone.
+"""
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import json
+import math
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .cells import cell_file, cells_wall_s, load_cell, save_cell
+from .claims import evaluate as evaluate_claims, finding_line, select as select_claims
+from .compare import INTERIM, intervals, mean_std, reused, run_folder, seed_list, shape_text, variant_name, with_floor
+from ..data.sources import SOURCES
+from ..data.prepare import SourceNotInstalledError
+from ..errors import ConfigError
+from ..utils.integrity import atomic_write_json, atomic_write_text
+from ..mixers.registry import check_slot
+from .paper.numbers import CITATION, LABEL, TABLE5, TABLE6_SUPERGLUE, glue_summary
+from ..training.plan import model_config, open_trained, prepare, tokenizer_identity
+from .tables import _fmt_stat, table_markdown, tuning_markdown
+from ..training.loop import TrainConfig, train
+from .tuning import TuneConfig, sweep, untuned
+
+KIND = "finetune"  # the task kind of the report (reference_results.TASK_KINDS)
+
+
+@dataclass(frozen=True)
+class SuiteTask:
+    """One task of the fine-tuning suite."""
+
+    data: str  # registry source (classify)
+    pair: bool  # sentence pairs (True) or single sentences
+    stands_for: str  # the GLUE task it plays
+
+
+SUITE: dict[str, SuiteTask] = {
+    "sentiment": SuiteTask("sentiment", False, "SST-2: movie-review sentence sentiment (vaderSentiment ratings)"),
+    "topic": SuiteTask("fortunes", False, "topic classification of Debian fortunes (single sentence; AG News-like)"),
+    "paraphrase": SuiteTask("bible-paraphrase", True, "MRPC/QQP: KJV vs WEB, the same verse or a nearby other verse"),
+}
+DEFAULT_TASKS = tuple(SUITE)
+DEFAULT_VARIANTS = ("V", "R", "D", "R+V", "D+V")
+BASE_PLUS = "T5 Base+"  # V with a wider FFN: the parameter count of the largest +V mixture (matched_ffn)
+MATCH_TOLERANCE = 0.01  # T5 Base+'s parameters within this fraction of the mixture's
+BASE_PLUS_FILE = "base_plus.json"  # out/: the matched ffn_dim (computed once, from the built models)
+FLOOR_FILE = "floor.json"  # out/: the majority-class accuracy of each task and seed (computed once)
+# Shared by both stages unless given: the model shape and the run mechanics.
+COMMON = {"preset": "tiny", "batch_size": 16, "eval_every": 0, "final_eval_batches": 0, "log_every": 10,
+          "progress": False}
+PRETRAIN = {"task": "mlm", "data": "chitchat", "vocab_size": 2000, "lr": 2e-3, "eval_batches": 20}
+FINETUNE = {"task": "classify", "lr": 5e-4}
+
+
+def _check(variants, tasks, seeds: int, only=None) -> tuple[list[str], list[str], list[str] | None]:
+    names = [v if v == BASE_PLUS else variant_name(v) for v in variants]  # unknown: one line listing the valid
+    only = None if only is None else [v if v == BASE_PLUS else variant_name(v) for v in only]
+    if only is not None and not set(only) <= set(names):
+        raise ConfigError(f"only={sorted(set(only) - set(names))}: not among the suite's variants {names}")
+    if not names or len(set(names)) != len(names):
+        raise ConfigError(f"variants={names}: name each variant once (at least one)")
+    for name in names:
+        if name != BASE_PLUS:
+            check_slot(name, causal=False, field="variants")  # an encoder slot
+    if BASE_PLUS in names and not _mixtures(names):
+        raise ConfigError(f"variants={names}: {BASE_PLUS} is matched to a +V mixture's parameter count; "
+                          "add one (R+V or D+V)")
+    tasks = list(tasks)
+    unknown = [t for t in tasks if t not in SUITE]
+    if unknown or not tasks or len(set(tasks)) != len(tasks):
+        raise ConfigError(f"tasks={tasks}: give distinct tasks of the suite: {', '.join(SUITE)}")
+    seed_list(0, seeds)  # seeds >= 1
+    return names, tasks, only
+
+
+def _mixtures(names: list[str]) -> list[str]:
+    return [n for n in names if n != BASE_PLUS and n.endswith("+V")]
+
+
+def _attention(name: str) -> str:
+    """The attention spec a variant's models are built with (T5 Base+ is V)."""
+    return "V" if name == BASE_PLUS else name
+
+
+def _folder(name: str) -> str:
+    return "T5-Base-plus" if name == BASE_PLUS else name
+
+
+def _check_installed(sources: list[str]) -> None:
+    for name in sources:
+        src = SOURCES.get(name)
+        if src is not None and not src.installed():
+            raise SourceNotInstalledError(f"data source {name!r} is not installed; run `{src.how_to_get}`")
+
+
+def _run(cfg: TrainConfig, overrides: dict, data, label: str, log, cells: Path | None = None,
+         model: dict | None = None, weights: bool = True) -> dict:
+    """Train `cfg` into cfg.out, or reuse it when finished (done.json), or resume it when started. `data`: a
+    callable giving the run's TaskData, called only when a new run starts. With `cells` (the suite's folder) the
+    finished run is kept as its cell (`synthformer.evidence.cells`), and a run whose folder is not here is taken from its
+    cell, checked against `cfg` and `model` (`_kept`), when its score is all that is needed (`weights` False)."""
+    out = Path(cfg.out)
+    if (out / "done.json").exists():
+        log(f"{label}: finished earlier, reusing {out}")
+        result = json.loads((out / "done.json").read_text())
+    elif cells is not None and not weights and not out.exists() and (result := _kept(out, cells, cfg, model)):
+        log(f"{label}: finished earlier, reusing its cell {cell_file(cells, out)}")
+    elif _INTERIM.get():
+        raise _Unfinished(f"{label}: {out}")
+    else:
+        resume = (out / "config.json").exists()
+        result = train(dataclasses.replace(cfg, resume=resume), overrides, data=None if resume else data(),
+                       label=label, log=log)
+    if cells is not None and not _INTERIM.get():
+        save_cell(cells, out, result)
+    return result
+
+
+def _kept(run: Path, cells: Path, cfg: TrainConfig, model: dict) -> dict | None:
+    """The result in `run`'s cell (None without one), checked like `compare.reused`: the same training config and
+    model. A fine-tuning run may have started from another folder's copy of its encoder (init_from): the encoder's
+    pretraining is checked as a run of its own."""
+    kept = load_cell(cells, run)
+    if kept is None:
+        return None
+    if cfg.init_from:
+        cfg = dataclasses.replace(cfg, init_from=(kept["result"].get("train") or {}).get("init_from"))
+    return reused(run, cells, cfg, model)
+
+
+def _pretrain(cfg: TrainConfig, overrides: dict, data, label: str, log, cells: Path | None = None,
+              theirs: Path | None = None, their_cells: Path | None = None, weights: bool = True) -> tuple[Path, dict]:
+    """(run folder, result) of one pretraining run. `theirs`: the same run in a `reuse` folder, taken when it
+    finished there (`compare.reused`: its done.json; when only its score is needed, `weights` False, also its
+    cell in `their_cells`) and this run has not finished here; else cfg.out, trained, resumed or reused by `_run`
+    (with `cells`, this suite's folder, from its own cell when `weights` is False)."""
+    if theirs is not None and not (Path(cfg.out) / "done.json").exists():
+        result = reused(theirs, None if weights else their_cells, cfg, overrides)
+        if result is not None:
+            log(f"{label}: finished in {theirs}, reusing it")
+            return theirs, result
+    return Path(cfg.out), _run(cfg, overrides, data, label, log, cells, overrides, weights)
+
+
+def _settled(run: Path, cells: Path) -> bool:
+    """Run `run` has finished: its done.json, or its cell where its folder is not here. A seed needs its encoder's
+    weights unless every task's run is settled and has its floor."""
+    return (run / "done.json").exists() or (not run.exists() and cell_file(cells, run).is_file())
+
+
+def count_params(cfg: TrainConfig, overrides: dict, data) -> int:
+    """Trainable parameters of the model a new run of `cfg` with `overrides` on `data` builds."""
+    from ..model import build_model, count_parameters
+
+    return count_parameters(build_model(model_config(cfg, overrides, data)))
+
+
+def matched_ffn(cfg: TrainConfig, model: dict, data, mixtures: list[str]) -> dict:
+    """The ffn_dim that gives V (`model` overrides, pretraining `cfg` and `data`) the parameter count of
+    the largest of `mixtures`, from built models: parameters are affine in ffn_dim, so two builds give
+    the slope and a third checks the match. {"ffn_dim", "params", "matched", "matched_params", "rel_diff"};
+    ConfigError when no ffn_dim comes within MATCH_TOLERANCE."""
+    sizes = {m: count_params(cfg, {**model, "attention": m}, data) for m in mixtures}
+    matched = max(sizes, key=sizes.get)
+    base_ffn = model_config(cfg, {**model, "attention": "V"}, data).ffn_dim
+    p0 = count_params(cfg, {**model, "attention": "V", "ffn_dim": base_ffn}, data)
+    p1 = count_params(cfg, {**model, "attention": "V", "ffn_dim": base_ffn + 1}, data)
+    ffn = max(1, base_ffn + round((sizes[matched] - p0) / (p1 - p0)))
+    params = count_params(cfg, {**model, "attention": "V", "ffn_dim": ffn}, data)
+    rel = (params - sizes[matched]) / sizes[matched]
+    if abs(rel) > MATCH_TOLERANCE:
+        raise ConfigError(f"{BASE_PLUS}: no ffn_dim matches {matched}'s {sizes[matched]:,} parameters within "
+                          f"{MATCH_TOLERANCE:.0%} (ffn_dim {ffn}: {params:,}); widen the model or drop {BASE_PLUS}")
+    return {"ffn_dim": ffn, "params": params, "matched": matched, "matched_params": sizes[matched],
+            "rel_diff": rel, "base_ffn_dim": base_ffn}
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _mean_se(ses: list[float | None]) -> float | None:
+    """SE of a mean of independent estimates with these SEs (None when any is unknown)."""
+    if not ses or any(s is None for s in ses):
+        return None
+    return math.sqrt(sum(s * s for s in ses)) / len(ses)
+
+
+def summarize(accuracies: dict[str, float], tasks: list[str], ses: dict[str, float | None] | None = None) -> dict:
+    """The suite metrics of one fine-tuned variant from its per-task accuracies: acc_<task>, the
+    mean ("accuracy"), the single-sentence and pair means, and pair_vs_single = 100 x pair / single.
+    With `ses` (each task's bootstrap SE over its dev examples) every metric gets its "<metric>_se":
+    the tasks' dev sets are independent, so a mean's SE is sqrt(sum se^2) / n, and the ratio's is
+    the delta method's ratio x sqrt((se_pair / pair)^2 + (se_single / single)^2)."""
+    metrics = {f"acc_{t}": accuracies[t] for t in tasks}
+    groups = {"accuracy": tasks, "single": [t for t in tasks if not SUITE[t].pair],
+              "pair": [t for t in tasks if SUITE[t].pair]}
+    for key, members in groups.items():
+        if members:
+            metrics[key] = _mean([accuracies[t] for t in members])
+    single, pair = metrics.get("single"), metrics.get("pair")
+    if single and pair is not None:
+        metrics["pair_vs_single"] = 100.0 * pair / single
+    if ses is not None:
+        for t in tasks:
+            if ses.get(t) is not None:
+                metrics[f"acc_{t}_se"] = ses[t]
+        for key, members in groups.items():
+            se = _mean_se([ses.get(t) for t in members]) if members else None
+            if se is not None:
+                metrics[f"{key}_se"] = se
+        if "pair_vs_single" in metrics and metrics.get("pair_se") is not None and metrics.get("single_se") is not None:
+            rel = math.hypot(metrics["pair_se"] / pair if pair else 0.0, metrics["single_se"] / single)
+            metrics["pair_vs_single_se"] = metrics["pair_vs_single"] * rel
+    return metrics
+
+
+def _finetune_tasks(fine_base, tasks, s: int, seeds: int, pre_run: Path, pre: dict, name: str, pooling,
+                    cache: dict, floors: dict, out: Path, tag: str, log) -> tuple[dict, dict, dict, dict]:
+    """Fine-tune the encoder of `pre_run` (seed `s`) on every task: ({task: accuracy}, {task: its SE},
+    {task: majority-class accuracy}, {task: run folder}), scored on the test split when `fine_base`
+    evaluates it (eval_test), else on validation; each task's floor (on that split) recorded in `floors`.
+    A finished task is taken from its run folder or its cell: `pre_run`'s weights and tokenizer are opened only
+    when a task trains or its floor is not yet known."""
+    split = score_split(fine_base)
+    opened: list = []  # pre_run's tokenizer, opened once when needed
+    model = {"attention": _attention(name), **({"pooling": pooling} if pooling else {})}
+    accuracies, ses, chance, runs = {}, {}, {}, {}
+    for task in tasks:
+        cfg = dataclasses.replace(fine_base, data=SUITE[task].data, seed=s, init_from=str(pre_run),
+                                  out=str(_fine_run(out, task, name, s, seeds)))
+
+        def task_data(cfg=cfg, task=task):
+            if not opened:
+                opened.append(open_trained(pre_run, log=log).tokenizer)
+            key = (task, s, tokenizer_identity(opened[0]))
+            if key not in cache:
+                shape = {"max_seq_len": pre["model"]["max_seq_len"],
+                         "pooling": pooling or pre["model"]["pooling"]}
+                cache[key] = prepare(cfg, shape, opened[0], log=log)
+            return cache[key]
+        result = _run(cfg, {"pooling": pooling} if pooling else {}, task_data, f"{tag} {task}", log, out, model,
+                      weights=False)
+        scored = result[split]
+        accuracies[task], ses[task], runs[task] = scored["accuracy"], scored.get("accuracy_se"), cfg.out
+        chance[task] = scored.get("chance_accuracy")
+        if f"{task}/{s}" not in floors:  # the majority class of this task's data at this seed
+            if _INTERIM.get():
+                raise _Unfinished(f"{tag} {task}: no floor yet")
+            floors[f"{task}/{s}"] = _task_floor(task_data(), split)
+            atomic_write_json(out / FLOOR_FILE, floors)
+    return accuracies, ses, chance, runs
+
+
+def _fine_run(out: Path, task: str, name: str, s: int, seeds: int) -> Path:
+    """The run folder of `name`'s seed `s` fine-tuned on `task`."""
+    return run_folder(out / "finetune" / task, _folder(name), s, seeds)
+
+
+def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequence[str] = DEFAULT_TASKS,
+                      out: str | Path = "runs/finetune", *, pretrain_steps: int = 400, finetune_steps: int = 200,
+                      seeds: int = 1, seed: int = 0, preset: str = "tiny", device: str = "auto",
+                      threads: int | None = 1, pretrain_data: str = "chitchat", finetune_examples: int | None = 4000,
+                      pretrain: dict | None = None, finetune: dict | None = None, model: dict | None = None,
+                      tune: TuneConfig | None = None, reuse: str | Path | None = None,
+                      only: Sequence[str] | None = None, interim: bool = False, log=print) -> dict | None:
+    """Pretrain an MLM encoder per variant (and seed) on `pretrain_data`, fine-tune it on every task of `tasks`
+    (names of `SUITE`); write report.md and results.json into `out`; return the results.
+
+    `variants`: encoder specs, and `BASE_PLUS` (with a +V mixture to match). `pretrain` / `finetune` are
+    TrainConfig overrides of either stage, `model` ModelConfig overrides of both (a `pooling` goes to the
+    classifier alone). `tune`: the lr sweep of every variant's pretraining (`synthformer.evidence.tuning`). `reuse`: a
+    comparison folder of the same pretraining whose finished runs stand in (module docstring). Tasks are scored on
+    test when `finetune` sets ``eval_test``, else on validation. `finetune_examples` caps each task's training
+    examples (None = all). `only`: run just these variants (cells kept), write no report, return None (the suite
+    split over machines). `interim`: train nothing; write interim.md and interim.json from the variants whose runs
+    have all finished (the others in "pending"). Unknown variants, tasks or sources not installed fail first."""
+    names, tasks, only = _check(variants, tasks, seeds, only)
+    if only is not None and interim:
+        raise ConfigError("interim reports the finished variants and trains none: drop `only`")
+    _check_installed([pretrain_data] + [SUITE[t].data for t in tasks])
+    out, model = Path(out), dict(model or {})
+    pooling = model.pop("pooling", None)
+    base = {**COMMON, "preset": preset, "device": device, "threads": threads}
+    pre_cfg = _stage(base, PRETRAIN, pretrain_steps, {"data": pretrain_data, **(pretrain or {})})
+    fine_base = _stage(base, FINETUNE, finetune_steps, {"max_examples": finetune_examples, **(finetune or {})})
+    cache: dict = {}  # shared across variants: one pretraining tokenizer, one encoding per task and seed
+
+    def pre_data():
+        if "pretrain" not in cache:
+            cache["pretrain"] = prepare(pre_cfg, model, log=log)
+        return cache["pretrain"]
+
+    base_plus = _base_plus(out, names, pre_cfg, model, pre_data, log) if BASE_PLUS in names else None
+    suite = _Suite(names=names, tasks=tasks, seed_values=seed_list(seed, seeds), out=out, model=model,
+                   pooling=pooling, pre_cfg=pre_cfg, fine_base=fine_base, tune=tune, base_plus=base_plus,
+                   reuse=None if reuse is None else Path(reuse), floors=_read_json(out / FLOOR_FILE), cache=cache,
+                   pre_data=pre_data, log=log, t0=time.time())
+    rows, pending = [], []
+    token = _INTERIM.set(interim)
+    try:
+        for i, name in ((i, n) for i, n in enumerate(names) if only is None or n in only):
+            try:
+                rows.append(_variant_row(suite, i, name))
+            except _Unfinished as e:  # interim only: this variant waits
+                pending.append(name)
+                log(f"{name}: not finished ({e}), left out of the interim report")
+    finally:
+        _INTERIM.reset(token)
+    if only is not None:
+        log(f"ran {', '.join(only)} in {out}: their cells are kept; the suite without `only` writes the report")
+        return None
+    split = score_split(fine_base)
+    results = {"kind": KIND, "variants": rows, "floor": floor_row(suite.floors, tasks, suite.seed_values, split),
+               "tasks": {t: dataclasses.asdict(SUITE[t]) for t in tasks}, "seeds": suite.seed_values,
+               "tuning": tune.to_dict() if tune else None, "base_plus": suite.base_plus, "paper_label": LABEL,
+               "settings": {"pretrain": pre_cfg.to_dict(), "finetune": fine_base.to_dict(), "model": model,
+                            "pooling": pooling, "split": split},
+               "wall_s": max(time.time() - suite.t0, cells_wall_s(out)),
+               "created": time.strftime("%Y-%m-%d %H:%M:%S"), **({"pending": pending} if interim else {})}
+    return _judge_and_write(results, out, log)
+
+
+_INTERIM: contextvars.ContextVar[bool] = contextvars.ContextVar("finetune_interim", default=False)
+
+
+class _Unfinished(Exception):
+    """A run an interim report needs has not finished (`pretrain_finetune(interim=True)` trains nothing)."""
+
+
+@dataclass
+class _Suite:
+    """What every variant of one `pretrain_finetune` call shares."""
+    names: list[str]
+    tasks: list[str]
+    seed_values: list[int]
+    out: Path
+    model: dict  # ModelConfig overrides of both stages, without pooling
+    pooling: str | None
+    pre_cfg: TrainConfig
+    fine_base: TrainConfig
+    tune: TuneConfig | None
+    reuse: Path | None
+    base_plus: dict | None
+    floors: dict  # floor.json: {"task/seed": majority-class floor}
+    cache: dict
+    pre_data: Callable
+    log: Callable
+    t0: float
+
+    @property
+    def seeds(self) -> int:
+        return len(self.seed_values)
+
+
+def _variant_row(suite: _Suite, i: int, name: str) -> dict:
+    """One variant's row: its pretraining sweep (shared with `reuse`), then per seed its pretraining and every
+    task fine-tuned from it."""
+    out, log = suite.out, suite.log
+    overrides = {**suite.model, "attention": _attention(name),
+                 **({"ffn_dim": suite.base_plus["ffn_dim"]} if name == BASE_PLUS else {})}
+    theirs = suite.reuse if name != BASE_PLUS else None  # Base+ has no counterpart
+    if suite.tune:
+        root = out if name == _attention(name) else out / _folder(name)  # T5 Base+: its own V candidates
+        tuned, scores = sweep(_attention(name), suite.pre_cfg, overrides, root, suite.tune, lambda c, o, tag: _pretrain(
+            c, o, suite.pre_data, tag, log, out, theirs and theirs / Path(c.out).relative_to(root), theirs,
+            weights=False)[1], log)
+    else:
+        tuned, scores = untuned(suite.pre_cfg), []
+    per_seed = []
+    for s in suite.seed_values:
+        tag = f"[{i + 1}/{len(suite.names)}] {name}" + (f" seed {s}" if suite.seeds > 1 else "")
+        weights = not all(_settled(_fine_run(out, t, name, s, suite.seeds), out) and f"{t}/{s}" in suite.floors
+                          for t in suite.tasks)
+        pre_run, pre = _pretrain(
+            dataclasses.replace(suite.pre_cfg, **tuned, seed=s,
+                                out=str(run_folder(out / "pretrain", _folder(name), s, suite.seeds))),
+            overrides, suite.pre_data, f"{tag} pretrain", log, out,
+            theirs and run_folder(theirs, name, s, suite.seeds), theirs, weights)
+        accuracies, ses, chance, runs = _finetune_tasks(suite.fine_base, suite.tasks, s, suite.seeds, pre_run, pre,
+                                                        name, suite.pooling, suite.cache, suite.floors, out, tag, log)
+        metrics = summarize(accuracies, suite.tasks, ses)
+        if all(chance.get(t) is not None for t in suite.tasks):  # the majority-class baseline of the mean
+            metrics["chance_accuracy"] = _mean([chance[t] for t in suite.tasks])
+        per_seed.append({"seed": s, "metrics": metrics, "pretrain": {
+            "run": str(pre_run), "loss": pre["valid"]["loss"], "ppl": pre["valid"].get("ppl"),
+            "tokens_per_s": pre["tokens_per_s"], "params": pre["params"]}, "runs": runs,
+            "tokens_per_s": pre["tokens_per_s"]})
+        log(f"{tag}: " + ", ".join(f"{t} {accuracies[t]:.1f}" for t in suite.tasks)
+            + f"; mean {metrics['accuracy']:.2f} ({time.time() - suite.t0:.0f}s so far)")
+    return {**_row(name, per_seed), "tuned": tuned, "sweep": scores, "model": pre["model"],  # the encoder's shape
+            **({"base_plus": suite.base_plus} if name == BASE_PLUS else {})}
+
+
+def _stage(base: dict, defaults: dict, steps: int, overrides: dict) -> TrainConfig:
+    """The TrainConfig of one stage (pretraining or fine-tuning): a tenth of its steps warm up, one checkpoint."""
+    return TrainConfig(**{**base, **defaults, "steps": steps, "warmup_steps": max(1, steps // 10),
+                          "checkpoint_every": steps, **overrides})
+
+
+def _judge_and_write(results: dict, out: Path, log) -> dict:
+    """The findings of Tables 5-6 on `results`, then report.md and results.json (last: marks the suite complete);
+    an interim report (results["pending"]: claims naming a pending variant are left out) is interim.md and
+    interim.json alone."""
+    results["findings"] = evaluate_claims(with_floor(results), KIND, select_claims(["Table 5", "Table 6"]))
+    pending = results.get("pending")
+    if pending is not None and not results["variants"]:
+        raise ConfigError(f"interim: no variant of the suite in {out} has finished yet (pending: {pending}); a suite "
+                          "that reuses another folder's runs needs the same reuse (`--reuse`)")
+    text = report_markdown(results)
+    if pending is not None:
+        text = (f"> **Interim report** ({results['created']}): {len(results['variants'])} variants finished; "
+                f"pending: {', '.join(pending) or 'none'}. Claims naming a pending variant are left out.\n\n" + text)
+    report, data = ("interim.md", INTERIM) if pending is not None else ("report.md", "results.json")
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / report, text)
+    atomic_write_json(out / data, results)
+    log(text)
+    log(f"wrote {out / report}, {out / data} ({results['wall_s']:.0f}s)")
+    return results
+
+
+def _read_json(file: Path) -> dict:
+    return json.loads(file.read_text()) if file.exists() else {}
+
+
+def _base_plus(out: Path, names: list[str], pre_cfg: TrainConfig, model: dict, pre_data, log) -> dict:
+    """T5 Base+'s matched FFN (`matched_ffn`), computed once into out/base_plus.json."""
+    file = out / BASE_PLUS_FILE
+    found = _read_json(file)
+    if not found:
+        found = matched_ffn(pre_cfg, model, pre_data(), _mixtures(names))
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(file, found)
+    log(f"{BASE_PLUS}: V with ffn_dim {found['ffn_dim']} (was {found['base_ffn_dim']}): {found['params']:,} "
+        f"parameters vs {found['matched']}'s {found['matched_params']:,} ({100 * found['rel_diff']:+.2f}%)")
+    return found
+
+
+def score_split(fine: TrainConfig) -> str:
+    """The split a fine-tuned task is scored on: "test" when the fine-tuning runs evaluate it, else "valid"."""
+    return "test" if fine.eval_test else "valid"
+
+
+def _task_floor(data, split: str) -> dict:
+    from .floors import floor_row as data_floor
+
+    row = data_floor("classify", data, split)
+    return {"accuracy": row["metrics"]["accuracy"], "examples": row["metrics"]["examples"]}
+
+
+def floor_row(floors: dict, tasks: list[str], seeds: list[int], split: str = "valid") -> dict | None:
+    """The suite's floor row: each task's majority-class accuracy on `split` (`floors.floor_row`) averaged over
+    the seeds (a seed samples its own examples), summarized like a variant (`summarize`) but without
+    pair_vs_single. None when a task lacks one."""
+    accs = {}
+    for t in tasks:
+        values = [floors[f"{t}/{s}"]["accuracy"] for s in seeds if f"{t}/{s}" in floors]
+        if len(values) != len(seeds):
+            return None
+        accs[t] = _mean(values)
+    metrics = summarize(accs, tasks)
+    metrics.pop("pair_vs_single", None)
+    return {"variant": "floor", "floor": True, "name": "majority class", "split": split, "metrics": metrics}
+
+
+def _row(name: str, per_seed: list[dict]) -> dict:
+    """A variant's result row: per-seed rows under "seeds", the mean (and sample std) of each metric,
+    and the 95% interval of each (`compare.intervals`)."""
+    mean, std = mean_std(per_seed, [k for k in per_seed[0]["metrics"] if not k.endswith("_se")])
+    pre_loss = _mean([r["pretrain"]["loss"] for r in per_seed])
+    return {"variant": name, "metrics": mean, "metrics_std": std, "interval": intervals(per_seed),
+            "n_seeds": len(per_seed), "pretrain_loss": pre_loss, "params": per_seed[0]["pretrain"]["params"],
+            "tokens_per_s": _mean([r["pretrain"]["tokens_per_s"] for r in per_seed]), "seeds": per_seed}
+
+
+def _fmt(value, spec: str = "{:.1f}") -> str:
+    return "-" if value is None else spec.format(value)
+
+
+def report_markdown(results: dict) -> str:
+    """report.md: the suite table (mean with 95% intervals, the floor row, the paper's GLUE / SuperGLUE),
+    per-task scores, the tuning, deltas vs V, claims."""
+    rows, tasks = results["variants"], list(results["tasks"])
+    pre = results["settings"]["pretrain"]
+    fine = results["settings"]["finetune"]
+    blocks = f" of {pre['seq_len']} tokens" if pre.get("seq_len") else ""
+    scored = ("test accuracy, %" if results["settings"].get("split") == "test"
+              else "dev (validation) accuracy, %")
+    lines = [f"# Pretrain, then fine-tune (paper Tables 5-6): task kind {KIND}", "",
+             f"MLM pretraining on `{pre['data']}` ({pre['steps']} steps x {pre['batch_size']} blocks{blocks}), "
+             f"then {fine['steps']} fine-tuning steps per task (at most {fine['max_examples'] or 'all'} training "
+             f"examples), {shape_text(rows[0]['model']) if rows and rows[0].get('model') else 'preset ' + pre['preset']}"
+             f", seeds {results['seeds']}. Scores: {scored}.",
+             "", "Tasks: " + "; ".join(f"**{t}** ({'pair' if results['tasks'][t]['pair'] else 'single'}: "
+                                       f"{results['tasks'][t]['stands_for']})" for t in tasks), "",
+             table_markdown(with_floor(results), "classify", kind=KIND), ""]
+    all_rows = with_floor(results)
+    head = ["variant", *tasks, "single", "pair", "pair/single", "MLM loss"]
+    lines += ["Per task (mean [95% interval]):", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in all_rows:
+        cells = [_fmt_stat(r, k, "{:.1f}") for k in (*(f"acc_{t}" for t in tasks), "single", "pair")]
+        cells += ["—" if r.get("floor") else _fmt_stat(r, "pair_vs_single", "{:.1f}"),
+                  _fmt(r.get("pretrain_loss"), "{:.3f}")]
+        label = f"floor: {r['name']}" if r.get("floor") else r["variant"]
+        lines.append("| " + " | ".join([label, *cells]) + " |")
+    base_plus = results.get("base_plus")
+    lines += ["", f"Paper columns: {LABEL}, {CITATION}; GLUE / SuperGLUE dev averages of T5 (small, en-mix; "
+              f"'V' = T5 Base; T5 Base+, with the +V mixtures' parameter count: {TABLE5['T5 Base+']['glue']} / "
+              f"{TABLE6_SUPERGLUE['T5 Base+']}), SST-2, and the "
+              "mean of the GLUE sentence-pair tasks (MRPC, STS-B, QQP, MNLI, QNLI, RTE; two-number cells averaged).",
+              ""]
+    if base_plus:
+        lines += [f"{BASE_PLUS} here: V with ffn_dim {base_plus['ffn_dim']} (V: {base_plus['base_ffn_dim']}), "
+                  f"{base_plus['params']:,} parameters vs {base_plus['matched']}'s {base_plus['matched_params']:,} "
+                  f"({100 * base_plus['rel_diff']:+.2f}%; the largest +V mixture run).", ""]
+    tuning = tuning_markdown(rows, results.get("tuning"))
+    if tuning:
+        lines += ["Pretraining learning rate per variant (fine-tuning: lr "
+                  f"{fine['lr']:g} for every variant). " + tuning, ""]
+    lines += _deltas(rows)
+    found = results["findings"]
+    lines += ["", "## The paper's Table 5-6 claims, checked here", ""]
+    lines += [f"- {finding_line(f)}" for f in found] or ["- no claim could be checked (V and the variant it is "
+                                                        "compared with must both be run)"]
+    return "\n".join(lines) + "\n"
+
+
+def _deltas(rows: list[dict]) -> list[str]:
+    """Each variant minus V: our suite mean and pair/single ratio, the paper's GLUE and SuperGLUE."""
+    by = {r["variant"]: r for r in rows}
+    if "V" not in by:
+        return ["(no V row: the deltas vs V are not shown)"]
+    v = by["V"]["metrics"]
+    pv = glue_summary("V")
+    lines = ["## Deltas vs V (points)", "", "| variant | ours: mean | ours: pair/single | paper: GLUE | paper: SuperGLUE |",
+             "|---|---|---|---|---|"]
+    for name, r in by.items():
+        if name == "V":
+            continue
+        m, p = r["metrics"], glue_summary(name)
+        d = lambda a, b: None if a is None or b is None else a - b  # noqa: E731
+        lines.append(f"| {name} | {_fmt(d(m.get('accuracy'), v.get('accuracy')), '{:+.2f}')} | "
+                     f"{_fmt(d(m.get('pair_vs_single'), v.get('pair_vs_single')), '{:+.1f}')} | "
+                     f"{_fmt(d(p and p['accuracy'], pv['accuracy']), '{:+.1f}')} | "
+                     f"{_fmt(d(p and p['superglue'], pv['superglue']), '{:+.1f}')} |")
+    return lines
+
+
+if __name__ == "__main__":  # a quick look: python -m synthformer.evidence.suite OUT [variants] [tasks]
+    args = sys.argv[1:]
+    pretrain_finetune(args[1].split(",") if len(args) > 1 else DEFAULT_VARIANTS,
+                      args[2].split(",") if len(args) > 2 else DEFAULT_TASKS, args[0] if args else "runs/finetune")

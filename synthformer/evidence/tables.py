@@ -1,0 +1,194 @@
+"""Comparison reports: the Markdown table beside the paper's numbers (of the same task kind), with
+95% intervals and the floor row; what each variant trained with (the tuning sweep); the paper's
+claims checked on our numbers (`synthformer.evidence.claims`). Everything here reads result rows only."""
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from .claims import evaluate, finding_line, seed_values, stat, status_rank
+from .paper.numbers import CITATION, LABEL, paper_columns
+from ..tasks.metrics import LOWER_IS_BETTER, METRIC_COLUMNS
+from .tuning import at_chance, beyond_edge
+
+
+
+SIZING = "reproductions/NOTES.md (section 'Sizing')"  # measured model sizes and steps that clear the floors
+
+
+def floor_line(rows: list[dict], task: str) -> str | None:
+    """One line when no variant beats the floor row on the task's main metric (nothing was learned at
+    this budget, so every finding is 'not learned'), naming the floor and where a sufficient size is
+    measured; None when some variant beats it or there is no floor."""
+    floors = [r for r in rows if r.get("floor")]
+    key = METRIC_COLUMNS[task][0][1]
+    floor = floors[0]["metrics"].get(key) if floors else None
+    values = [(r.get("metrics") or {}).get(key) for r in rows if not r.get("floor")]
+    if floor is None or not values or any(v is None for v in values):
+        return None
+    beats = [v < floor if key in LOWER_IS_BETTER else v > floor for v in values]
+    if any(beats):
+        return None
+    return (f"No variant beats the floor ({floors[0].get('name', 'trivial baseline')}: {key} {floor:.4g}) at this "
+            f"budget, so every finding is 'not learned'; model sizes and steps that clear it: {SIZING}.")
+
+
+def _on_split(title: str, split: str) -> str:
+    """A metric column's title on `split`: "valid PPL" -> "test PPL", "accuracy %" -> "test accuracy %"."""
+    if split == "valid":
+        return title
+    return title.replace("valid ", f"{split} ") if "valid " in title else f"{split} {title}"
+
+
+def _fmt(value, spec: str = "{}") -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    return spec.format(value) if isinstance(value, (int, float)) else str(value)
+
+
+def _params(n: int) -> str:
+    return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k"
+
+
+def table_markdown(rows: list[dict], task: str, baseline: str = "V", kind: str | None = None,
+                   split: str = "valid") -> str:
+    """Markdown table: ours (params, metrics, change vs the baseline, tokens/s relative to it) beside the
+    paper's columns of the same task kind, and the floor row last.
+
+    `rows`: dicts with "variant", "params", "metrics" (task metrics; the mean over seeds) and
+    "tokens_per_s"; a row with "interval" ({metric: [lo, hi]}) shows each metric with its 95% interval,
+    one with several "seeds" (per-seed rows) and no interval as mean ± std. A row with "floor": true
+    (`synthformer.evidence.floors`) is the trivial baseline of the data: its metrics only.
+    `kind`: the task kind (`reference_results.task_kind`); default the task itself. `split`: the split
+    the metrics were measured on ("valid" or "test"), named in the column titles.
+    """
+    kind = kind or task
+    floors = [r for r in rows if r.get("floor")]
+    rows = [r for r in rows if not r.get("floor")]
+    ours = [(_on_split(t, split), k, f) for t, k, f in METRIC_COLUMNS.get(task, [("loss", "loss", "{:.3f}")])]
+    main_title, main_key, _ = ours[0]
+    base = next((r for r in rows if r["variant"] == baseline), None)
+    paper_titles = list(paper_columns(kind, baseline))
+    head = ["model", "params"] + [t for t, _, _ in ours] + [f"Δ {main_title} vs {baseline}", "tokens/s",
+                                                            f"speed vs {baseline}"]
+    head += [f"paper: {t}" for t in paper_titles]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for r in rows:
+        m = r.get("metrics") or {}
+        cells = [r["variant"], _params(r["params"])] + [_fmt_stat(r, k, f) for _, k, f in ours]
+        if base is not None and m.get(main_key) is not None and (base.get("metrics") or {}).get(main_key):
+            b = base["metrics"][main_key]
+            cells.append(f"{100.0 * (m[main_key] - b) / b:+.1f}%")
+        else:
+            cells.append("—")
+        machines = _machines(r)
+        cells.append(_fmt_stat(r, "tokens_per_s", "{:,.0f}") if len(machines) == 1 else "—")
+        cells.append(f"{r['tokens_per_s'] / base['tokens_per_s']:.2f}x"
+                     if base and len(machines) == 1 and machines == _machines(base) else "—")
+        cells += [_fmt(v) for v in paper_columns(kind, r["variant"]).values()]
+        lines.append("| " + " | ".join(cells) + " |")
+    for f in floors:
+        cells = [f"floor: {f.get('name', 'trivial baseline')}", "—"]
+        cells += [_fmt((f.get("metrics") or {}).get(k), spec) for _, k, spec in ours]
+        lines.append("| " + " | ".join(cells + ["—"] * (len(head) - len(cells))) + " |")
+    seeds = max((len(r.get("seeds") or [r]) for r in rows), default=1)
+    notes = []
+    if any(r.get("interval") for r in rows):
+        notes.append(f"Our metrics: mean over {seeds} seed(s) [95% interval: bootstrap over the evaluation items "
+                     "combined with the spread over seeds]; Δ and speed compare means.")
+    elif seeds > 1:
+        notes.append(f"Our metrics: mean ± sample std over {seeds} seeds (each variant trained once per seed "
+                     "on the same data); Δ and speed compare means.")
+    if floors:
+        notes.append("The floor row is a trivial baseline on the same data and tokens (e.g. a Kneser-Ney bigram "
+                     "for LM, the majority class for classification): a variant not beating it learned nothing "
+                     "a claim can be read from.")
+    machines = set().union(*(_machines(r) for r in rows))
+    if len(machines) > 1:
+        named = "; ".join(sorted(m or "not recorded" for m in machines))
+        notes.append(f"The training runs ran on different machines ({named}): tokens/s and speed are shown only "
+                     f"where a variant's runs and {baseline}'s all ran on one of them.")
+    if paper_titles:
+        notes.append(f"Columns marked *paper:* are {LABEL} ({CITATION}); compare orderings, not values.")
+    return "\n".join(lines + ([""] + notes if notes else []))
+
+
+def _machines(row: dict) -> set:
+    """The hardware the row's tokens/s were measured on (None: not recorded, as in runs before it was): its
+    training runs' own, or the one machine of `synthformer.evidence.speed`'s timing when that replaced them."""
+    if "train_tokens_per_s" in row:
+        return {"timed alike"}
+    return {s.get("hardware") for s in row.get("seeds") or [row]}
+
+
+def _fmt_stat(row: dict, key: str, spec: str) -> str:
+    interval = (row.get("interval") or {}).get(key)
+    if interval and key != "tokens_per_s":
+        mean = (row.get("metrics") or {}).get(key)
+        return f"{_fmt(mean, spec)} [{_fmt(interval[0], spec)}, {_fmt(interval[1], spec)}]"
+    s = stat(seed_values(row, key)) if row.get("seeds") else None
+    if s is None or s.std is None:
+        return _fmt(row.get(key) if key == "tokens_per_s" else (row.get("metrics") or {}).get(key), spec)
+    return f"{spec.format(s.mean)} ± {spec.format(s.std)}"
+
+
+def tuning_markdown(rows: list[dict], protocol: dict | None) -> str:
+    """What each variant trained with: the values the sweep chose (`synthformer.evidence.tuning`), every candidate's
+    validation score, and the protocol; or the one setting all shared when there was no sweep."""
+    rows = [r for r in rows if not r.get("floor") and r.get("tuned")]
+    if not rows:
+        return ""
+    if not protocol:
+        t = rows[0]["tuned"]
+        return (f"Not tuned: every variant trained with lr {t['lr']:g}, {t['warmup_steps']} warm-up steps and "
+                f"table lr multiplier {t['table_lr_mult']:g} (`synthformer compare --tune`, and `reproduce` at "
+                "its cpu and gpu budgets, give each variant the same learning-rate sweep first).")
+    mults = "/".join(f"{m:g}" for m in protocol["lr_mults"])
+    tables = "/".join(f"{m:g}" for m in protocol["table_lr_mults"])
+    lines = [f"Tuning (the same sweep for every variant, chosen by validation {protocol.get('metric', 'loss')}; "
+             f"`synthformer.evidence.tuning`): lr x{mults} of the base, table multiplier {tables} where a variant has "
+             f"position tables, {protocol['fraction']:g} of the steps per candidate"
+             f"{_beyond_edges(protocol.get('edge_steps', 0))}.", "",
+             "| model | lr | warm-up | table lr x | candidates (lr, warm-up, table x: validation) |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        t = r["tuned"]
+        tried = "; ".join(f"{c['lr']:.3g}, {c['warmup_steps']}, x{c['table_lr_mult']:g}: {c['valid']:.4f}"
+                          for c in r.get("sweep") or [])
+        lines.append(f"| {r['variant']} | {t['lr']:.3g} | {t['warmup_steps']} | {t['table_lr_mult']:g} | "
+                     f"{tried or '—'} |")
+    edge = []
+    for r in rows:  # a choice at the grid's edge: that variant's best lr may lie beyond the grid
+        beyond = beyond_edge(r["sweep"]) if r.get("sweep") else None
+        if beyond:
+            edge.append(f"{r['variant']} ({'largest' if beyond['lr'] > r['tuned']['lr'] else 'smallest'})")
+    if edge:
+        lines += ["", f"Chosen at an edge of the lr grid, so the best lr may lie beyond it: {', '.join(edge)}."]
+    noise = [r["variant"] for r in rows if at_chance(r.get("sweep") or [])]
+    if noise:
+        lines += ["", f"No sweep candidate beat the majority class on validation, so the choice rests on noise: "
+                      f"{', '.join(noise)}."]
+    return "\n".join(lines)
+
+
+def _beyond_edges(steps: int) -> str:
+    """How the protocol (`TuneConfig.edge_steps`) extends a choice at an edge of the lr grid."""
+    if not steps:
+        return ""
+    return (f"; a choice at the largest (smallest) lr gets a candidate at twice (half) it, while the new one wins, "
+            f"at most {steps}")
+
+
+def findings(rows: list[dict], kind: str, claims=None, gated: dict | None = None) -> list[dict]:
+    """The paper's claims of task kind `kind` that `rows` can check, each a structured finding
+    (see `synthformer.evidence.claims`: claim, table, paper, ours, status, rule); `gated`: `claims.evaluate`'s."""
+    return evaluate(rows, kind, claims, gated)
+
+
+def findings_markdown(found: list[dict]) -> str:
+    """Findings as Markdown bullets, with the rule that decided them."""
+    if not found:
+        return "No claim of the paper applies to this task and these variants."
+    counts = Counter(f["status"] for f in found)
+    summary = ", ".join(f"{counts[s]} {s}" for s in sorted(counts, key=status_rank))
+    return f"{summary}.\n\n" + "\n".join(f"- {finding_line(f)}" for f in found)

@@ -1,0 +1,209 @@
+"""The tuning protocol: the same short learning-rate sweep for every variant of a comparison.
+
+A claim about attention variants is fair only when every variant was tuned alike (DESIGN.md section 7;
+issue 17: a 10x table learning rate tuned on R's perplexity alone favoured the synthesizers, and V and
+the baselines got no tuning at all). The protocol, used by `synthformer compare --tune` and by
+`synthformer reproduce` at its cpu and gpu budgets (one code path, `sweep`):
+
+1. Candidates: the peak learning rate at ``lr_mults`` x the comparison's base lr (default 0.5, 1, 2,
+   4), crossed with the warm-up steps ``warmups`` (default: the base warm-up alone) and, for variants
+   with trainable position tables (R, FR, D, FD and their mixtures), the tables' multiplier
+   ``table_lr_mults`` (default 1 and 10; 10 was the default tuned on R alone, now one swept value).
+   Variants without such tables (V, Fix, the convolutions, Linformer) have nothing that multiplier
+   acts on: their candidates for 1 and 10 are the same run, trained once.
+2. Each candidate trains ``fraction`` of the budget's steps (default a quarter, at least
+   ``min_steps``) from the comparison's first seed, with the budget's schedule over those steps, and
+   is scored by its loss on the validation split (final evaluation; every task reports a loss; no
+   decoding). The lowest loss wins; a tie goes to the earlier candidate (the smaller lr).
+3. A winner at an edge of the lr grid (its largest or smallest lr) may not be the best: one candidate
+   beyond that edge is trained (twice the largest lr, or half the smallest, with the winner's warm-up
+   and table multiplier), and again while the new one wins, at most ``edge_steps`` times (default 2).
+   So every variant's choice is inside the lrs it was tried at, or the report says it is not.
+   A classifier's sweep in which no candidate beats the validation split's majority class chose on noise
+   (lra text at a quarter of its steps did): it is logged and the report names it (`at_chance`).
+4. Every seed of the variant then trains the full budget with the chosen values. They are stored in
+   the result row (``"tuned"``) with every candidate's score (``"sweep"``) and printed in the reports.
+   Candidates of the whole budget (``fraction`` 1) train exactly what the first seed would: that seed
+   continues the winner's run from its final checkpoint (`winner_run`; `train`'s continue_from), so only
+   its own evaluation runs (decoding, the test split). Candidates evaluate on the base's ``eval_every``, so
+   that seed's curve is whole.
+
+Cost with the defaults: a variant with position tables trains 8 candidates x 1/4 of the budget (two
+budgets' steps), one without 4 x 1/4 (one budget), one or two more where the choice lands on an edge,
+beside its seeds' full runs (3 by default): about 1.3-1.8x the time of the untuned seeds. Sized for the
+tiny CPU models of `reproduce --budget cpu` (a quarter of 800-2,000 steps is enough to tell a diverging or
+crawling lr from a working one).
+
+The sweep selects on the validation split. A comparison with ``eval_test`` (every `reproduce` grid at
+its cpu and gpu budgets) reports and judges the test split, which the selection never saw; without it
+the tables report the validation split the sweep chose on, and the (small) optimism this adds is the
+same for every variant. Candidate runs live in ``OUT/tune/<variant>/<candidate>``; a rerun
+reuses finished ones and resumes an interrupted one from its last checkpoint (the comparison's
+``checkpoint_every``: a whole-run candidate killed near its end loses minutes, not the run).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ConfigError
+
+TUNED_KEYS = ("lr", "warmup_steps", "table_lr_mult")  # the TrainConfig fields the sweep chooses
+TUNE_DIR = "tune"  # candidate runs: OUT/tune/<variant>/<candidate>
+
+
+@dataclass(frozen=True)
+class TuneConfig:
+    """The sweep every variant gets; checked on construction."""
+
+    lr_mults: tuple = (0.5, 1.0, 2.0, 4.0)  # candidate peak lrs as multiples of the base lr
+    warmups: tuple | None = None  # candidate warm-up steps; None = the base warm-up only
+    table_lr_mults: tuple = (1.0, 10.0)  # position-table lr multipliers, for variants that have tables
+    fraction: float = 0.25  # steps of a candidate run, as a fraction of the budget's steps
+    min_steps: int = 1  # ... and at least this many
+    metric: str = "loss"  # validation metric chosen on (lower is better)
+    edge_steps: int = 2  # candidates added beyond an edge of the lr grid while the edge wins (0 = none)
+
+    def __post_init__(self):
+        for name in ("lr_mults", "table_lr_mults"):
+            values = getattr(self, name)
+            if not values or not all(isinstance(v, (int, float)) and v > 0 for v in values):
+                raise ConfigError(f"tune {name}={values!r} is invalid: must be a non-empty list of numbers > 0")
+        if self.warmups is not None and (not self.warmups or not all(isinstance(v, int) and v >= 0
+                                                                     for v in self.warmups)):
+            raise ConfigError(f"tune warmups={self.warmups!r} is invalid: must be a non-empty list of integers >= 0")
+        if not 0 < self.fraction <= 1:
+            raise ConfigError(f"tune fraction={self.fraction!r} is invalid: must be in (0, 1]")
+        if not isinstance(self.edge_steps, int) or self.edge_steps < 0:
+            raise ConfigError(f"tune edge_steps={self.edge_steps!r} is invalid: must be an integer >= 0")
+        if self.min_steps < 1:
+            raise ConfigError(f"tune min_steps={self.min_steps!r} is invalid: must be >= 1")
+
+    def to_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+    def steps(self, budget_steps: int) -> int:
+        """Optimizer steps of one candidate run."""
+        return min(budget_steps, max(self.min_steps, round(self.fraction * budget_steps)))
+
+
+def has_tables(task: str, preset: str, model_overrides: dict, variant: str) -> bool:
+    """Whether `variant` has trainable position tables (what ``table_lr_mult`` acts on): `plan.has_position_tables`."""
+    from ..training.plan import has_position_tables
+
+    return has_position_tables(task, preset, model_overrides, variant)
+
+
+def candidates(tune: TuneConfig, base, tables: bool) -> list[dict]:
+    """The candidate values ({lr, warmup_steps, table_lr_mult}) of one variant; `base` a TrainConfig."""
+    warmups = tune.warmups if tune.warmups is not None else (base.warmup_steps,)
+    mults = tune.table_lr_mults if tables else (base.table_lr_mult,)  # no tables: the multiplier is inert
+    return [{"lr": base.lr * m, "warmup_steps": w, "table_lr_mult": float(t)}
+            for m in tune.lr_mults for w in warmups for t in mults]
+
+
+def candidate_name(values: dict) -> str:
+    return f"lr{values['lr']:.4g}-warmup{values['warmup_steps']}-tables{values['table_lr_mult']:g}"
+
+
+def sweep(variant: str, base, model_overrides: dict, out: Path, tune: TuneConfig, train_cell, log=print) -> tuple:
+    """Run (or reuse) the candidates of one variant; returns (chosen values, the candidates' scores).
+
+    `base`: the comparison's TrainConfig; `train_cell(cfg, model_overrides, tag)` trains or reuses the
+    run ``cfg.out`` and returns its result (done.json). Scores: [{lr, warmup_steps, table_lr_mult,
+    metric, valid, run}] in candidate order."""
+    tables = has_tables(base.task, base.preset, model_overrides, variant)
+    found = candidates(tune, base, tables)
+    steps = tune.steps(base.steps)
+    scores = []
+
+    def run(values: dict, label: str) -> None:
+        folder = out / TUNE_DIR / variant / candidate_name(values)
+        cfg = dataclasses.replace(base, **{**values, "warmup_steps": min(values["warmup_steps"], steps)}, steps=steps,
+                                  out=str(folder), decode_examples=0, eval_test=False)
+        result = train_cell(cfg, {**model_overrides, "attention": variant}, f"tune {variant} [{label}] "
+                            f"{candidate_name(values)}")
+        metrics = result.get("valid") or {}
+        valid = metrics.get(tune.metric)
+        if valid is None:
+            raise ConfigError(f"tuning {variant}: the validation metric {tune.metric!r} is missing from {folder}")
+        score = {**values, "metric": tune.metric, "valid": float(valid), "steps": steps, "run": str(folder)}
+        if metrics.get("accuracy") is not None and metrics.get("chance_accuracy") is not None:
+            score["above_chance"] = bool(metrics["accuracy"] > metrics["chance_accuracy"])
+        scores.append(score)
+
+    for i, values in enumerate(found):
+        run(values, f"{i + 1}/{len(found)}")
+    for k in range(tune.edge_steps):
+        values = beyond_edge(scores)
+        if values is None:
+            break
+        run(values, f"beyond the edge {k + 1}/{tune.edge_steps}")
+    best = best_index([c["valid"] for c in scores])
+    chosen = {k: scores[best][k] for k in TUNED_KEYS}
+    log(f"tune {variant}: chose {candidate_name(chosen)} (validation {tune.metric} {scores[best]['valid']:.4f} "
+        f"of {len(scores)} candidates at {steps} steps)")
+    if at_chance(scores):
+        log(f"tune {variant}: warning: no candidate beat the majority class on validation, so the choice rests on "
+            "noise; train the candidates longer (a grid's tune_fraction, or more steps)")
+    return chosen, scores
+
+
+def winner_run(scores: list[dict], base) -> Path | None:
+    """The run folder of the sweep's winner when it trained the whole budget of `base` (a TrainConfig) and its
+    folder still holds its final checkpoint: the first seed (the seed candidates train from) continues it;
+    None otherwise (a share of the budget, or only the candidate's cell is left)."""
+    from ..training.runs import holds_final_checkpoint
+
+    if not scores:
+        return None
+    best = scores[best_index([c["valid"] for c in scores])]
+    full = best.get("steps") == base.steps
+    return Path(best["run"]) if full and holds_final_checkpoint(best["run"], base.steps) else None
+
+
+def at_chance(scores: list[dict]) -> bool:
+    """Whether every candidate of a classifier's sweep sat at or below the validation split's majority class
+    (False when the task reports no such floor, or the scores predate the check)."""
+    return bool(scores) and all(c.get("above_chance") is False for c in scores)
+
+
+def beyond_edge(scores: list[dict]) -> dict | None:
+    """The next candidate when the best of `scores` has the largest lr tried (twice it) or the smallest (half
+    it), with the best's warm-up and table multiplier; None when the best lies inside (or only one lr was tried)."""
+    best = scores[best_index([c["valid"] for c in scores])]
+    lrs = sorted({c["lr"] for c in scores})
+    if len(lrs) < 2 or lrs[0] < best["lr"] < lrs[-1]:
+        return None
+    return {"lr": best["lr"] * (2.0 if best["lr"] == lrs[-1] else 0.5),
+            **{k: best[k] for k in TUNED_KEYS if k != "lr"}}
+
+
+def best_index(losses: list[float]) -> int:
+    """The candidate with the lowest loss; the first of equals; a diverged one (NaN, inf) never wins
+    unless all did."""
+    return min(range(len(losses)), key=lambda k: losses[k] if math.isfinite(losses[k]) else math.inf)
+
+
+def untuned(base) -> dict:
+    """The values every variant trains with when there is no sweep (the same for all)."""
+    return {k: getattr(base, k) for k in TUNED_KEYS}
+
+
+def make_tune(value) -> TuneConfig | None:
+    """A TuneConfig from an option: true (the default protocol), false / None (no sweep), or a
+    mapping of TuneConfig fields (lists for the tuples), e.g. ``{lr_mults: [1, 2], fraction: 0.5}``."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return TuneConfig()
+    if not isinstance(value, dict):
+        raise ConfigError(f"tune={value!r} is invalid: give true, false or a mapping of "
+                          f"{', '.join(f.name for f in dataclasses.fields(TuneConfig))}")
+    names = {f.name for f in dataclasses.fields(TuneConfig)}
+    unknown = sorted(set(value) - names)
+    if unknown:
+        raise ConfigError(f"tune: unknown key(s) {unknown}; valid: {', '.join(sorted(names))}")
+    return TuneConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in value.items()})

@@ -1,0 +1,25 @@
+"""Every metric a result row carries, with its direction declared once: the one place that says whether
+lower is better, and which metrics each task reports (its first is the task's main metric)."""
+from __future__ import annotations
+
+# Per task: (column title, result key, format) of its metrics; the first is the task's main metric.
+METRIC_COLUMNS = {
+    "lm": [("valid PPL", "ppl", "{:.2f}")],
+    "mlm": [("valid PPL", "ppl", "{:.2f}"), ("log PPL", "loss", "{:.3f}")],
+    "seq2seq": [("BLEU", "bleu", "{:.2f}"), ("ROUGE-L", "rougeL", "{:.2f}"), ("valid PPL", "ppl", "{:.2f}")],
+    "classify": [("accuracy %", "accuracy", "{:.2f}")],
+}
+# Metrics where a smaller value is the better one; every other metric (accuracy, BLEU, ROUGE, tokens/s) is
+# higher-is-better. peak_bytes is a measurement beside the metrics (memory claims), lower is better too.
+LOWER_IS_BETTER = frozenset({"ppl", "loss", "peak_bytes"})
+METRIC_TITLES = {"bleu": "BLEU", "rougeL": "ROUGE-L", "ppl": "PPL"}  # short names in findings
+
+
+def lower_is_better(metric: str) -> bool:
+    """Whether a smaller value of `metric` is better."""
+    return metric in LOWER_IS_BETTER
+
+
+def main_metric(task: str) -> str | None:
+    """The key of the task's main metric (the first of its columns), None for an unknown task."""
+    return METRIC_COLUMNS[task][0][1] if task in METRIC_COLUMNS else None

@@ -1,0 +1,216 @@
+"""Durable writes and integrity manifests for checkpoint folders.
+
+Every checkpoint folder (``model/`` and ``checkpoints/step-N/``) ends with ``manifest.json``, written
+last: the SHA-256 and size of every other file in the folder. Loading verifies it, so a flipped bit
+in ``model.safetensors`` or ``state.pt`` (whose zip CRC torch never checks) is one error naming the
+file instead of a silently wrong model or a resume that dies later with "loss became nan".
+
+A run folder has one too, over its own files (config.json, the tokenizer's files, done.json and
+metrics.jsonl once finished; see ``synthformer.training.runs``), and there every file read by name must be
+listed (such a file added after training, e.g. a tokenizer side file, is an error too); a model or checkpoint folder is
+read by the names its manifest lists. A folder without ``manifest.json`` (saved by an older
+synthformer, or the manifest deleted) or with an empty one is an error, unless the caller opted in
+with ``trust_unverified()`` (the CLI's ``--trust-unverified``): it then loads with a
+``MissingManifestWarning``; saving again adds a manifest.
+
+Files are written to a temporary name, fsynced, renamed into place, and the folder is fsynced after
+the rename, so a power cut leaves the old file or the new one. Temporary names carry the writer's
+pid (``.NAME.tmp-PID...``), so leftovers of killed writers can be told from those of live ones.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import json
+import os
+import re
+import shutil
+import warnings
+from pathlib import Path
+
+from ..errors import SynthformerError
+
+MANIFEST = "manifest.json"
+MANIFEST_VERSION = 1
+_TMP = re.compile(r"^\..*\.tmp-(\d+)(?:-.*)?$")  # .NAME.tmp-PID or .NAME.tmp-PID-RANDOM
+
+
+class CheckpointError(SynthformerError):
+    """A checkpoint folder is missing, incomplete, corrupted or does not match its config."""
+
+
+class MissingManifestWarning(UserWarning):
+    """A folder without a usable manifest.json, loaded unverified under ``trust_unverified()``."""
+
+
+_TRUST = contextvars.ContextVar("synthformer_trust_unverified", default=False)
+TRUST_FLAG = "--trust-unverified"
+
+
+@contextlib.contextmanager
+def trust_unverified(on: bool = True):
+    """``with trust_unverified():`` folders without a (non-empty) manifest load, with a warning, instead
+    of raising CheckpointError. Files that a manifest lists are still checked."""
+    token = _TRUST.set(bool(on))
+    try:
+        yield
+    finally:
+        _TRUST.reset(token)
+
+
+# ----------------------------------------------------------------------------- durable writes
+def tmp_name(path: Path) -> Path:
+    """The temporary sibling of ``path`` this process writes before renaming: ``.NAME.tmp-PID``."""
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename inside ``path`` durable (a no-op where folders cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write then rename: readers see the old file or the new one, never half of it."""
+    path = Path(path)
+    tmp = tmp_name(path)
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def atomic_write_json(path: Path, obj) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, default=str) + "\n")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def remove_stale_temps(folder: Path, mine_too: bool = False) -> list[Path]:
+    """Delete the temporary files / folders in ``folder`` whose writer is dead (``mine_too``: also
+    this process's, when the caller knows none of its writes is in flight). Returns what went."""
+    folder = Path(folder)
+    gone = []
+    if not folder.is_dir():
+        return gone
+    for p in folder.iterdir():
+        m = _TMP.match(p.name)
+        if m is None:
+            continue
+        pid = int(m.group(1))
+        if _pid_alive(pid) and not (mine_too and pid == os.getpid()):
+            continue
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+        gone.append(p)
+    return gone
+
+
+# ----------------------------------------------------------------------------- manifests
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _listed(folder: Path, skip) -> list[Path]:
+    """The files a manifest of ``folder`` covers: every plain file but the manifest, temporary and
+    hidden files, and the names in ``skip``."""
+    return [p for p in sorted(folder.iterdir()) if p.is_file() and p.name != MANIFEST and p.name not in skip
+            and not p.name.startswith(".")]
+
+
+def write_manifest(folder: Path, skip: frozenset | set | tuple = (), extra: dict | None = None) -> Path:
+    """Fsync every file of ``folder`` (but those named in ``skip``), then write ``manifest.json`` (their
+    SHA-256 and sizes) last. ``extra`` {name: path}: also list ``path`` under ``name`` (a file still
+    at its temporary name, renamed into place after the manifest)."""
+    folder = Path(folder)
+    files = {}
+    for p in [*_listed(folder, skip), *(extra or {}).values()]:
+        fsync_file(p)
+        files[p.name] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
+    for name, p in (extra or {}).items():
+        files[name] = files.pop(p.name)
+    atomic_write_json(folder / MANIFEST, {"manifest_version": MANIFEST_VERSION, "algorithm": "sha256",
+                                          "files": dict(sorted(files.items()))})
+    return folder / MANIFEST
+
+
+def _unverified(folder: Path, why: str) -> bool:
+    """False with a warning under ``trust_unverified()``; otherwise one CheckpointError."""
+    if _TRUST.get():
+        warnings.warn(f"{folder}: {why}; loaded without an integrity check ({TRUST_FLAG}); save it again "
+                      "to add a manifest", MissingManifestWarning, stacklevel=4)
+        return False
+    raise CheckpointError(f"{folder}: {why}, so its files cannot be verified (saved by an older synthformer, or "
+                          f"the manifest was removed); save it again, or pass {TRUST_FLAG} to use it anyway")
+
+
+def verify_manifest(folder: Path, skip: frozenset | set | tuple = (), required: frozenset | set | tuple = ()) -> bool:
+    """Check ``folder`` against its ``manifest.json``: every listed file present and unchanged, and every
+    file of the folder named in ``required`` (a run folder's files that readers look up by name) listed;
+    files synthformer never reads (a figure, a note) may be added. Names in ``skip`` are neither checked
+    nor required. One CheckpointError naming the first file that
+    differs. A missing or empty manifest is an error too, unless under ``trust_unverified()`` (then a
+    warning, and False is returned)."""
+    folder = Path(folder)
+    file = folder / MANIFEST
+    if not file.is_file():
+        return _unverified(folder, f"no {MANIFEST}")
+    try:
+        meta = json.loads(file.read_text())
+        files = meta["files"]
+        assert meta.get("algorithm", "sha256") == "sha256" and isinstance(files, dict)
+        entries = [(name, e["sha256"], int(e["bytes"])) for name, e in files.items()]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError, AssertionError):
+        raise CheckpointError(f"{file}: not a valid manifest (corrupted); restore it or save the model again") \
+            from None
+    if not entries:
+        return _unverified(folder, f"{MANIFEST} lists no file")
+    for name, digest, size in entries:
+        path = folder / name
+        if Path(name).name != name or name.startswith("."):
+            raise CheckpointError(f"{file}: lists {name!r}, which is not a file of this folder")
+        if name in skip:
+            continue
+        if not path.is_file():
+            raise CheckpointError(f"{path}: missing ({MANIFEST} lists it); the checkpoint is incomplete")
+        if path.stat().st_size != size or sha256_file(path) != digest:
+            raise CheckpointError(f"{path}: contents differ from {MANIFEST} (SHA-256 mismatch): the file is "
+                                  "corrupted or was changed after saving; restore it or use another checkpoint")
+    extra = [p for p in _listed(folder, skip) if p.name in required and p.name not in files]
+    if extra:
+        raise CheckpointError(f"{extra[0]}: not covered by {file} (added after saving); remove it, or restore "
+                              "the folder from a backup")
+    return True
