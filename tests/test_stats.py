@@ -1,11 +1,13 @@
-"""Statistics: the item bootstrap against exact and literal references, t quantiles, the seed+item interval."""
+"""Statistics: the item bootstrap against exact and literal references, t quantiles, the seed+item interval,
+values over seeds (`stat`, `mean_std`) and the two standard errors of a mean."""
 import itertools
 import math
 
 import numpy as np
 import pytest
 
-from synthformer.utils.stats import bootstrap_se, bootstrap_ses, combine, t_quantile
+from synthformer.utils.stats import (Stat, bootstrap_se, bootstrap_ses, combine, finite_number, is_number,
+                                     mean_se_independent, mean_se_shared, mean_std, stat, t_quantile)
 
 
 def test_bootstrap_se_of_a_mean_is_the_plug_in_standard_error():
@@ -90,3 +92,34 @@ def test_combine_adds_the_two_half_widths_in_quadrature():
     item_half = 1.959964 * math.sqrt((0.25 + 1.0) / 2)  # z * sqrt(mean se^2 of the seeds that have one)
     half = math.sqrt(seed_half ** 2 + item_half ** 2)
     assert combine(v, ses) == pytest.approx((2.0, 2.0 - half, 2.0 + half), rel=1e-6)
+
+
+def test_stat_is_mean_sample_std_and_count_and_shows_its_interval():
+    assert stat([]) is None
+    assert stat([2.0]) == Stat(2.0, None, 1)
+    s = stat([1.0, 2.0, 3.0])
+    assert (s.mean, s.std, s.n, s.interval) == (2.0, 1.0, 3, None)
+    assert Stat(2.0, 1.0, 3, (1.5, 2.5)).show() == "2 ± 1 [1.5, 2.5]"
+    assert Stat(1234.5, None, 1).show("{:,.0f}") == "1,234"
+
+
+def test_what_counts_as_a_number():
+    assert [is_number(v) for v in (1, 1.5, math.inf, math.nan, True, "1", None)] == [True] * 4 + [False] * 3
+    assert [finite_number(v) for v in (1, 1.5, math.inf, math.nan, True, "1")] == [1.0, 1.5, None, None, None, None]
+    assert isinstance(finite_number(1), float)
+
+
+def test_mean_std_over_per_seed_rows_skips_what_is_not_a_number():
+    rows = [{"metrics": {"a": 1.0, "b": "x", "c": True}}, {"metrics": {"a": 3.0, "b": 2.0}}]
+    mean, std = mean_std(rows, ["a", "b", "c"])
+    assert mean == {"a": 2.0, "b": 2.0, "c": None}
+    assert std == {"a": pytest.approx(math.sqrt(2)), "b": None, "c": None}
+
+
+def test_the_two_standard_errors_of_a_mean():
+    # shared evaluation items: the errors do not average out (the mean of the SEs)
+    assert mean_se_shared([0.1, 0.3]) == pytest.approx(0.2)
+    # independent estimates: sqrt(sum se^2) / n
+    assert mean_se_independent([0.3, 0.4]) == pytest.approx(0.25)
+    for f in (mean_se_shared, mean_se_independent):
+        assert f([]) is None and f([0.1, None]) is None

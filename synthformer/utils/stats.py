@@ -12,10 +12,17 @@ Corpus statistics that are functions of per-item sums (perplexity from loss sums
 BLEU and chrF from sacrebleu's per-sentence n-gram counts, mean ROUGE-L, accuracy) pass a 2-D array
 of per-item statistics, and a `statistic` that sums it; resampling then costs one gather and one sum
 per replicate (`bootstrap_ses` scores several statistics on the same resamples).
+
+Values over seeds as the reports show them: `stat` (mean, sample std, n: a `Stat`), `mean_std` over
+per-seed rows, and the standard error of a mean from its parts' errors, two contracts by name:
+`mean_se_shared` (the seeds share the evaluation items: the mean of the SEs) and `mean_se_independent`
+(independent estimates: sqrt(sum se^2) / n). `is_number` / `finite_number` say what counts as a value.
 """
 from __future__ import annotations
 
 import math
+import statistics
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 N_BOOT = 200  # bootstrap replicates: enough for a standard error to ~5% (its CV is ~1/sqrt(2 n_boot))
@@ -136,3 +143,64 @@ def combine(values: Sequence[float], ses: Sequence[float | None], level: float =
     seed_half = t_quantile(q, n - 1) * math.sqrt(a) if n > 1 else 0.0
     half = math.hypot(seed_half, _normal_quantile(q) * math.sqrt(b))
     return mean, mean - half, mean + half
+
+
+# ----------------------------------------------------------------------------- values over seeds
+@dataclass(frozen=True)
+class Stat:
+    """One variant's value of one metric over its seeds (and its 95% interval when the row has one)."""
+
+    mean: float
+    std: float | None  # sample std over seeds; None with one seed
+    n: int
+    interval: tuple[float, float] | None = None  # the row's "interval" of the metric (seeds x items)
+
+    def show(self, spec: str = "{:.4g}") -> str:
+        text = spec.format(self.mean) + (f" ± {self.std:.2g}" if self.std is not None else "")
+        if self.interval is not None:
+            text += " [" + ", ".join(spec.format(x) for x in self.interval) + "]"
+        return text
+
+
+def stat(values: Sequence[float]) -> Stat | None:
+    """The `Stat` of per-seed values: their mean, their sample standard deviation (n - 1; None with one
+    value) and their number; None when there are none. Non-finite values go in as they are."""
+    if not values:
+        return None
+    return Stat(statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None, len(values))
+
+
+def is_number(v) -> bool:
+    """`v` is an int or a float, finite or not (a bool is not a number here)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def finite_number(v) -> float | None:
+    """`v` as a float when it is a finite int or float (not a bool), else None."""
+    return float(v) if is_number(v) and math.isfinite(v) else None
+
+
+def mean_std(per_seed: list[dict], keys) -> tuple[dict, dict]:
+    """({key: mean over seeds}, {key: sample std, None with one seed}) of the `keys` of each per-seed row's
+    "metrics" dict; a seed whose value of a key is not a number (`is_number`) is left out of that key, and a
+    key no seed has a number for gets None and None."""
+    mean, std = {}, {}
+    for k in keys:
+        s = stat([r["metrics"][k] for r in per_seed if is_number(r["metrics"].get(k))])
+        mean[k], std[k] = (s.mean, s.std) if s else (None, None)
+    return mean, std
+
+
+def mean_se_shared(ses: Sequence[float | None]) -> float | None:
+    """Standard error of a mean over seeds of estimates scored on the **same** evaluation items, from each
+    seed's item SE: the item errors are shared, so they do not average out and the mean's is the mean of
+    the SEs. None when there are none or any is unknown (None)."""
+    return statistics.fmean(ses) if ses and all(se is not None for se in ses) else None
+
+
+def mean_se_independent(ses: Sequence[float | None]) -> float | None:
+    """Standard error of a mean of **independent** estimates (e.g. tasks with separate dev sets) from their
+    SEs: sqrt(sum se^2) / n. None when there are none or any is unknown (None)."""
+    if not ses or any(s is None for s in ses):
+        return None
+    return math.sqrt(sum(s * s for s in ses)) / len(ses)
