@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from synthformer.evidence import claims as C
+from synthformer.evidence import judge as J
+from synthformer.evidence.paper import claims as C
 from synthformer.evidence.paper.numbers import TABLE2, TABLE5, TASK_KINDS, task_kind
 
 KINDS_WITH_CLAIMS = sorted({k for c in C.CLAIMS for k in c.kinds if k != C.ANY_KIND})
@@ -20,7 +21,7 @@ LRA_SOURCE = SHARED / "reference-results.md"  # LRA's numbers, copied from the L
 
 def put(run: dict, metric: str, value: float) -> dict:
     """Write `metric` into a (per-seed) row where claims reads it: beside "metrics" for speed / memory."""
-    if metric in C.BESIDE_METRICS:
+    if metric in J.BESIDE_METRICS:
         run[metric] = value
     else:
         run.setdefault("metrics", {})[metric] = value
@@ -74,7 +75,7 @@ def test_every_task_kind_has_claims_and_kinds_are_known():
 @pytest.mark.parametrize("claim", C.CLAIMS, ids=lambda c: c.name)
 def test_the_papers_own_numbers_reproduce_each_claim(claim):
     """Each claim as quoted holds on the paper's table (a misquoted relation or threshold fails here)."""
-    found = C.judge(claim, rows_from_paper(claim))
+    found = J.judge(claim, rows_from_paper(claim))
     assert found is not None and found["status"] == "reproduced", found
     assert found["paper"] == {v: claim.paper[v] for v in found["ours"] if v in claim.paper}
     assert set(found) >= {"claim", "table", "paper", "ours", "status", "rule", "pairs"}
@@ -99,7 +100,7 @@ def test_the_paper_turned_around_is_not_reproduced(claim):
     subject = next(r for r in rows if r["variant"] == claim.subject)
     for run, jitter in zip(subject["seeds"], (1 - 1e-4, 1 + 1e-4)):
         put(run, claim.metric, value * jitter)
-    found = C.judge(claim, rows)
+    found = J.judge(claim, rows)
     assert found["status"] == "not reproduced", found
     assert found["note"].startswith(f"{claim.subject} ") and "than" in found["note"]
 
@@ -165,23 +166,23 @@ def test_a_report_checks_only_its_own_kind(kind):
         for m, x in metrics.items():
             put(row, m, x)
         rows.append(row)
-    names = {f["claim"] for f in C.evaluate(rows, kind)}
+    names = {f["claim"] for f in J.judge_rows(rows, kind)}
     assert names == {c.name for c in C.CLAIMS if c.applies_to(kind)}  # every claim of the kind, nothing else
 
 
 def test_listops_run_gets_no_language_model_claims():
     rows = [seeded(v, "accuracy", [40.0, 41.0]) for v in ("V", "R", "Fix", "R+V")]
-    names = {f["claim"] for f in C.evaluate(rows, task_kind("classify", "listops"))}
+    names = {f["claim"] for f in J.judge_rows(rows, task_kind("classify", "listops"))}
     assert names == {"lra-listops-rv-close-v", "t4-speed-r-vs-v", "lra-speed-rv-vs-v"}
 
 
 def test_a_claim_whose_metric_the_task_lacks_is_not_shown():
     rows = [seeded(v, "loss", [5.0, 5.1]) for v in ("V", "Fix", "R")]
-    assert all(f["metric"] == "tokens_per_s" for f in C.evaluate(rows, "lm"))
+    assert all(f["metric"] == "tokens_per_s" for f in J.judge_rows(rows, "lm"))
     rows = [seeded(v, "rougeL", [10.0, 10.1]) for v in ("V", "D", "R", "D+V")]
-    names = {f["claim"] for f in C.evaluate(rows, "seq2seq-dialogue")}
+    names = {f["claim"] for f in J.judge_rows(rows, "seq2seq-dialogue")}
     assert "t3-dialogue-d-best-b4" not in names and "t3-dialogue-d-above-v-rl" in names
-    assert C.judge(C.BY_NAME["t2-lm1b-fix-vs-r"], [seeded("R", "ppl", [1.0, 2.0])]) is None
+    assert J.judge(C.BY_NAME["t2-lm1b-fix-vs-r"], [seeded("R", "ppl", [1.0, 2.0])]) is None
 
 
 FIX_VS_R = C.BY_NAME["t2-lm1b-fix-vs-r"]  # Fix worse than R by > 5% (lower ppl better)
@@ -197,7 +198,7 @@ FIX_VS_R = C.BY_NAME["t2-lm1b-fix-vs-r"]  # Fix worse than R by > 5% (lower ppl 
     ([96], [100], "not reproduced"),                       # one seed, -4%: [-9%, +1%] under 5%
 ])
 def test_worse_rule_with_and_without_seed_spread(fix, r, status):
-    found = C.judge(FIX_VS_R, [seeded("Fix", "ppl", fix), seeded("R", "ppl", r)])
+    found = J.judge(FIX_VS_R, [seeded("Fix", "ppl", fix), seeded("R", "ppl", r)])
     assert found["status"] == status, found
     assert found["ours"]["Fix"]["n"] == len(fix)
     assert (found["ours"]["Fix"]["std"] is None) == (len(fix) == 1)
@@ -208,9 +209,9 @@ def test_the_paired_interval_equals_a_literal_t_interval_with_item_errors():
     """Three shared seeds with item errors: mean per-seed gap ± sqrt((t(2) sd/sqrt(3))^2 + (1.96 item)^2) by
     hand: the seed part with its t quantile, the item part (shared by the seeds) with the normal one."""
     a, b, sa, sb = [110.0, 112.0, 111.0], [100.0, 101.0, 99.0], [0.5, 0.6, 0.4], [0.3, 0.3, 0.3]
-    a_runs = C.seed_runs(seeded("A", "ppl", a, ses=sa), "ppl")
-    b_runs = C.seed_runs(seeded("B", "ppl", b, ses=sb), "ppl")
-    g = C.pair_gap(True, a_runs, b_runs)
+    a_runs = J.seed_runs(seeded("A", "ppl", a, ses=sa), "ppl")
+    b_runs = J.seed_runs(seeded("B", "ppl", b, ses=sb), "ppl")
+    g = J.pair_gap(True, a_runs, b_runs)
     gaps = [(x - y) / y for x, y in zip(a, b)]
     item = sum(math.sqrt(ea ** 2 + (x / y) ** 2 * eb ** 2) / y for x, y, ea, eb in zip(a, b, sa, sb)) / 3
     half = math.sqrt((4.303 * statistics.stdev(gaps) / math.sqrt(3)) ** 2 + (1.96 * item) ** 2)
@@ -219,34 +220,48 @@ def test_the_paired_interval_equals_a_literal_t_interval_with_item_errors():
     assert g.method == "paired seeds"
 
 
+# Student t 97.5% quantiles for 1..30 degrees of freedom as printed tables give them: the rule was written with
+# this table, and the committed reports were judged with it
+T95_TABLE = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+             2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+             2.045, 2.042)
+
+
 def test_t_quantiles():
-    assert C.t95(1) == 12.706 and C.t95(2) == 4.303 and C.t95(30) == 2.042
-    assert C.t95(60) == pytest.approx(2.000, abs=0.002) and C.t95(120) == pytest.approx(1.980, abs=0.002)
+    assert J.t95(1) == 12.706 and J.t95(2) == 4.303 and J.t95(30) == 2.042
+    assert J.t95(60) == pytest.approx(2.000, abs=0.002) and J.t95(120) == pytest.approx(1.980, abs=0.002)
+
+
+def test_t95_is_the_t_quantile_to_three_decimals_and_keeps_the_printed_table():
+    from synthformer.utils.stats import t_quantile
+
+    assert tuple(J.t95(df) for df in range(1, 31)) == T95_TABLE
+    assert all(J.t95(df) == round(t_quantile(0.975, df), 3) for df in (31, 60, 120, 1000))
 
 
 def test_item_errors_decide_whether_a_gap_is_resolved():
     """The same per-seed values: with small item errors decided, with large ones (a small evaluation set)
     inconclusive; with one seed a large item error widens the ±5% margin."""
     fix, r = [120, 122, 121], [100, 102, 101]
-    assert C.judge(FIX_VS_R, [seeded("Fix", "ppl", fix, ses=[0.1] * 3),
+    assert J.judge(FIX_VS_R, [seeded("Fix", "ppl", fix, ses=[0.1] * 3),
                               seeded("R", "ppl", r, ses=[0.1] * 3)])["status"] == "reproduced"
     # 1.96 x sqrt(6^2 + 1.2^2 6^2) / 100 = 18% of item noise around a 20% gap: its lower end under 5%
-    assert C.judge(FIX_VS_R, [seeded("Fix", "ppl", fix, ses=[6.0] * 3),
+    assert J.judge(FIX_VS_R, [seeded("Fix", "ppl", fix, ses=[6.0] * 3),
                               seeded("R", "ppl", r, ses=[6.0] * 3)])["status"] == "inconclusive"
     one = [seeded("Fix", "ppl", [111]), seeded("R", "ppl", [100])]
-    assert C.judge(FIX_VS_R, one)["status"] == "reproduced"
+    assert J.judge(FIX_VS_R, one)["status"] == "reproduced"
     one = [seeded("Fix", "ppl", [111], ses=[4.0]), seeded("R", "ppl", [100], ses=[4.0])]
-    found = C.judge(FIX_VS_R, one)  # 1.96 x sqrt(4^2 + 1.11^2 4^2) / 100 = 10.6% > the 5% margin
+    found = J.judge(FIX_VS_R, one)  # 1.96 x sqrt(4^2 + 1.11^2 4^2) / 100 = 10.6% > the 5% margin
     assert found["status"] == "inconclusive"
     assert found["pairs"][0]["interval"][0] < 0.05 < found["pairs"][0]["interval"][1]
 
 
 def test_unpaired_seeds_use_the_spread_of_both():
     fix, r = seeded("Fix", "ppl", [220, 275]), seeded("R", "ppl", [200, 250])  # +10% in each seed
-    assert C.judge(FIX_VS_R, [fix, r])["status"] == "reproduced"
+    assert J.judge(FIX_VS_R, [fix, r])["status"] == "reproduced"
     for i, s in enumerate(r["seeds"]):
         s["seed"] = 10 + i  # other seeds: only the spread of both is left, and it swamps the gap
-    found = C.judge(FIX_VS_R, [fix, r])
+    found = J.judge(FIX_VS_R, [fix, r])
     assert found["status"] == "inconclusive" and found["pairs"][0]["method"] == "unpaired seeds"
 
 
@@ -257,7 +272,7 @@ def test_unpaired_seeds_use_the_spread_of_both():
 ])
 def test_better_rule_higher_is_better(rv, v, status):
     claim = C.BY_NAME["t2-ende-rv-above-v"]
-    assert C.judge(claim, [seeded("R+V", "bleu", rv), seeded("V", "bleu", v)])["status"] == status
+    assert J.judge(claim, [seeded("R+V", "bleu", rv), seeded("V", "bleu", v)])["status"] == status
 
 
 R_CLOSE_V = C.BY_NAME["t2-lm1b-r-close-v"]  # R within ±10% of V on ppl
@@ -271,7 +286,7 @@ R_CLOSE_V = C.BY_NAME["t2-lm1b-r-close-v"]  # R within ±10% of V on ppl
     ([91, 92, 91], [100, 101, 100], "reproduced", None),            # -9%: better, but inside the band
 ])
 def test_within_is_a_two_sided_band(r, v, status, way):
-    found = C.judge(R_CLOSE_V, [seeded("R", "ppl", r), seeded("V", "ppl", v)])
+    found = J.judge(R_CLOSE_V, [seeded("R", "ppl", r), seeded("V", "ppl", v)])
     assert found["status"] == status, found
     if way:
         assert re.search(rf"R \d+\.\d% {way} than V, beyond the ±10% band", found["note"]), found["note"]
@@ -282,16 +297,16 @@ def test_within_is_a_two_sided_band(r, v, status, way):
 
 def test_within_needs_the_interval_inside_the_band_with_one_seed():
     """One seed: ±5% margin, so +3% is inside a ±10% band but not inside a ±5% one."""
-    assert C.judge(R_CLOSE_V, [seeded("R", "ppl", [103]), seeded("V", "ppl", [100])])["status"] == "reproduced"
+    assert J.judge(R_CLOSE_V, [seeded("R", "ppl", [103]), seeded("V", "ppl", [100])])["status"] == "reproduced"
     bleu = C.BY_NAME["t2-ende-r-close-v"]  # ±5% band
-    assert C.judge(bleu, [seeded("R", "bleu", [27.0]), seeded("V", "bleu", [27.8])])["status"] == "inconclusive"
+    assert J.judge(bleu, [seeded("R", "bleu", [27.0]), seeded("V", "bleu", [27.8])])["status"] == "inconclusive"
 
 
 def test_fix_clearly_worst_needs_the_margin_against_every_other_variant():
     claim = C.BY_NAME["t2-lm1b-fix-worst"]
     rows = [seeded("Fix", "ppl", [236.0, 236.2, 236.1]), seeded("R", "ppl", [235.5, 235.8, 235.6]),
             seeded("V", "ppl", [150.0, 151.0, 150.5])]
-    found = C.judge(claim, rows)
+    found = J.judge(claim, rows)
     assert found["status"] == "not reproduced"
     assert {p["other"]: p["status"] for p in found["pairs"]} == {"V": "reproduced", "R": "not reproduced"}
     assert "not worse by more than 5%" in found["note"]
@@ -301,11 +316,11 @@ def test_speed_claim_reads_tokens_per_second_of_every_seed():
     claim = C.BY_NAME["t4-speed-r-vs-lightconv"]  # R > 5% faster
     rows = [seeded("R", "ppl", [1, 1, 1], tps=[1500, 1520, 1510]),
             seeded("lightconv", "ppl", [1, 1, 1], tps=[1000, 1010, 1005])]
-    found = C.judge(claim, rows)
+    found = J.judge(claim, rows)
     assert found["status"] == "reproduced" and found["ours"]["R"]["mean"] == 1510
     rows[0] = seeded("R", "ppl", [1, 1, 1], tps=[1020, 1030, 1025])
-    assert C.judge(claim, rows)["status"] == "not reproduced"
-    assert C.judge(claim, [one_row("R", "tokens_per_s", 2000.0),
+    assert J.judge(claim, rows)["status"] == "not reproduced"
+    assert J.judge(claim, [one_row("R", "tokens_per_s", 2000.0),
                            one_row("lightconv", "tokens_per_s", 1000.0)])["status"] == "reproduced"
 
 
@@ -325,20 +340,20 @@ def test_speed_claim_reads_tokens_per_second_of_every_seed():
 def test_a_claim_is_judged_only_when_every_variant_beats_the_floor(claim_name, metric, values, floor, status):
     claim = C.BY_NAME[claim_name]
     rows = [seeded(v, metric, [x * (1 - 1e-4), x * (1 + 1e-4)]) for v, x in values.items()]
-    found = C.judge(claim, rows + [floor_row(**{metric: floor})])
+    found = J.judge(claim, rows + [floor_row(**{metric: floor})])
     assert found["status"] == status, found
     if status == "inconclusive":
         assert found["note"].startswith("not learned: ") and f"vs floor {floor:.4g}" in found["note"]
     assert "floor" not in found["ours"]  # the floor row is never a variant
-    assert found == C.judge(claim, [rows[0], floor_row(**{metric: floor}), *rows[1:]])  # wherever it sits
+    assert found == J.judge(claim, [rows[0], floor_row(**{metric: floor}), *rows[1:]])  # wherever it sits
 
 
 def test_the_floor_row_is_never_a_variant():
     # a "floor" variant name and a floor row worse than Fix: the claim compares Fix with R only
     rows = [seeded("Fix", "ppl", [80.0, 80.1]), seeded("R", "ppl", [60.0, 60.1]), floor_row(ppl=90.0)]
-    found = C.judge(C.BY_NAME["t2-lm1b-fix-worst"], rows)
+    found = J.judge(C.BY_NAME["t2-lm1b-fix-worst"], rows)
     assert set(found["ours"]) == {"Fix", "R"}
-    assert [f["claim"] for f in C.evaluate([floor_row(ppl=1.0)], "lm")] == []
+    assert [f["claim"] for f in J.judge_rows([floor_row(ppl=1.0)], "lm")] == []
 
 
 def test_the_floor_gates_a_figure_claim_on_perplexity():
@@ -347,15 +362,15 @@ def test_the_floor_gates_a_figure_claim_on_perplexity():
     for r, ppl in zip(rows, (150.0, 140.0)):
         for s in r["seeds"]:
             s["metrics"]["ppl"] = ppl
-    assert C.judge(claim, rows)["status"] == "reproduced"  # no floor row: no perplexity gate
-    found = C.judge(claim, rows + [floor_row(ppl=86.1)])
+    assert J.judge(claim, rows)["status"] == "reproduced"  # no floor row: no perplexity gate
+    found = J.judge(claim, rows + [floor_row(ppl=86.1)])
     assert found["status"] == "inconclusive"
     assert found["note"].startswith("not learned: R 150, V 140 vs floor 86.1 (trivial; ")
 
 
 def test_speed_claims_have_no_floor():
     rows = [seeded("R", "ppl", [500, 500], tps=[1500, 1510]), seeded("V", "ppl", [500, 500], tps=[1000, 1001])]
-    assert C.judge(C.BY_NAME["t4-speed-r-vs-v"], rows + [floor_row(ppl=86.0)])["status"] == "reproduced"
+    assert J.judge(C.BY_NAME["t4-speed-r-vs-v"], rows + [floor_row(ppl=86.0)])["status"] == "reproduced"
 
 
 def with_chance(row, chance):
@@ -378,7 +393,7 @@ def test_without_a_floor_row_classification_claims_at_chance_are_inconclusive(fr
         rows = [with_chance(r, chance) for r in rows]
     rows += [with_chance(seeded(v, "accuracy", [49.0, 49.1, 49.0]), chance or 50.0)
              for v in claim.others if v != "FR"]
-    finding = C.judge(claim, rows)
+    finding = J.judge(claim, rows)
     assert finding["status"] == status
     assert ("note" in finding) == (status == "inconclusive" and chance is not None)
 
@@ -392,7 +407,7 @@ def test_without_a_floor_row_classification_claims_at_chance_are_inconclusive(fr
 def test_without_a_floor_row_bleu_claims_below_the_old_floor_are_inconclusive(fix, others, status):
     claim = C.BY_NAME["t2-ende-fix-worst"]
     rows = [seeded("Fix", "bleu", fix)] + [seeded(v, "bleu", others) for v in claim.others]
-    finding = C.judge(claim, rows)
+    finding = J.judge(claim, rows)
     assert finding["status"] == status
     assert ("note" in finding) == (status == "inconclusive")
 
@@ -425,7 +440,7 @@ def mt_floor(bleu=4.5, ppl=100.0):
 def test_every_mt_bleu_claim_and_no_other_has_the_ppl_proxy():
     assert {c.name for c in C.CLAIMS if c.proxy} == {c.name for c in C.CLAIMS if "seq2seq-mt" in c.kinds
                                                      and c.metric == "bleu"}
-    assert all(c.proxy == "ppl" and "teacher-forced ppl" in c.rule() for c in C.CLAIMS if c.proxy)
+    assert all(c.proxy == "ppl" and "teacher-forced ppl" in J.rule_text(c) for c in C.CLAIMS if c.proxy)
     with pytest.raises(C.ClaimError, match="proxy='accuracy'"):
         C.Claim("x", "Table 2", ("seq2seq-mt",), "b", "bleu", False, "R", ("V",), "better", 0.0, proxy="accuracy")
 
@@ -442,7 +457,7 @@ def test_bleu_not_learned_is_judged_on_the_ppl_proxy(claim_name, ppl, verdict, d
     claim = C.BY_NAME[claim_name]
     bleu = {v: 1.0 + 0.1 * i for i, v in enumerate(ppl)}  # every BLEU under the copy floor 4.5 + 1
     rows = mt_rows(bleu, ppl) + [mt_floor()]
-    found = C.judge(claim, rows)
+    found = J.judge(claim, rows)
     assert found["status"] == f"{verdict} {PROXY}", found
     assert found["metric"] == "ppl" and found["proxy"] == {"metric": "ppl", "label": "teacher-forced ppl",
                                                            "status": verdict}
@@ -454,7 +469,7 @@ def test_bleu_not_learned_is_judged_on_the_ppl_proxy(claim_name, ppl, verdict, d
     assert found["not_learned"]["metric"] == "bleu"  # the BLEU gate stays visible, with its numbers
     assert {v: s["mean"] for v, s in found["not_learned"]["ours"].items()} == pytest.approx(bleu)
     assert found["rule"].startswith("proxy for BLEU, which is not learned: ") and "lower ppl" in found["rule"]
-    line = C.finding_line(found)
+    line = J.finding_line(found)
     assert line.startswith(f"**{verdict} {PROXY}**") and "Ours (ppl)" in line and "BLEU not learned" in line
 
 
@@ -464,7 +479,7 @@ def test_bleu_not_learned_is_judged_on_the_ppl_proxy(claim_name, ppl, verdict, d
 ])
 def test_proxy_not_learned_either_leaves_the_bleu_finding_not_learned(ppl, floor, failed):
     claim = C.BY_NAME["t2-ende-r-close-v"]
-    found = C.judge(claim, mt_rows({"R": 1.0, "V": 1.2}, ppl) + [mt_floor(ppl=floor)])
+    found = J.judge(claim, mt_rows({"R": 1.0, "V": 1.2}, ppl) + [mt_floor(ppl=floor)])
     assert found["status"] == "inconclusive" and found["metric"] == "bleu" and "proxy" not in found
     assert found["note"].startswith("not learned: R 1, V 1.2 vs floor 4.5 (copy source; ")
     assert (f"; proxy (teacher-forced ppl) not learned either: {failed} vs floor {floor:.4g} "
@@ -474,10 +489,10 @@ def test_proxy_not_learned_either_leaves_the_bleu_finding_not_learned(ppl, floor
 def test_bleu_learned_gives_the_bleu_verdict_only():
     claim = C.BY_NAME["t2-ende-r-close-v"]
     ppl = {"R": 60.0, "V": 90.0}  # the proxy would say "not reproduced": it is not asked
-    found = C.judge(claim, mt_rows({"R": 10.0, "V": 10.1}, ppl) + [mt_floor()])
+    found = J.judge(claim, mt_rows({"R": 10.0, "V": 10.1}, ppl) + [mt_floor()])
     assert found["status"] == "reproduced" and found["metric"] == "bleu"
     assert "proxy" not in found and "not_learned" not in found and "note" not in found
-    found = C.judge(claim, mt_rows({"R": 8.0, "V": 10.0}, ppl) + [mt_floor()])
+    found = J.judge(claim, mt_rows({"R": 8.0, "V": 10.0}, ppl) + [mt_floor()])
     assert found["status"] == "not reproduced" and found["note"] == "R 20.0% worse than V, beyond the ±5% band"
 
 
@@ -488,8 +503,8 @@ def test_bleu_learned_gives_the_bleu_verdict_only():
 ])
 def test_mt_bleu_claims_need_every_variant_at_the_mt_bar(bleu, learned):
     claim = C.BY_NAME["t2-ende-r-close-v"]
-    assert claim.learned_min == C.MT_BLEU_LEARNED == 5.0 and "and at least 5" in claim.rule()
-    found = C.judge(claim, mt_rows(bleu, {"R": 60.0, "V": 61.0}) + [mt_floor(bleu=0.07)])
+    assert claim.learned_min == C.MT_BLEU_LEARNED == 5.0 and "and at least 5" in J.rule_text(claim)
+    found = J.judge(claim, mt_rows(bleu, {"R": 60.0, "V": 61.0}) + [mt_floor(bleu=0.07)])
     if learned:
         assert found["metric"] == "bleu" and "proxy" not in found
         return
@@ -503,21 +518,21 @@ def test_the_learned_minimum_leaves_other_claims_alone():
     assert {c.name for c in C.CLAIMS if c.learned_min} == {c.name for c in C.CLAIMS if c.proxy}
     claim = C.BY_NAME["t3-sum-r-below-v"]  # ROUGE-L: the lead floor + 1 point is the whole gate
     floor = {"variant": "floor", "floor": True, "name": "lead-7", "metrics": {"rougeL": 1.0}}
-    found = C.judge(claim, [seeded("R", "rougeL", [3.0, 3.1, 3.2]), seeded("V", "rougeL", [4.0, 4.1, 4.2]), floor])
+    found = J.judge(claim, [seeded("R", "rougeL", [3.0, 3.1, 3.2]), seeded("V", "rougeL", [4.0, 4.1, 4.2]), floor])
     assert found["status"] == "reproduced" and "note" not in found
 
 
 def test_the_proxy_uses_the_item_errors_and_intervals_of_ppl():
     claim = C.BY_NAME["t2-ende-r-close-v"]
     ppl = {"R": 60.0, "V": 61.0}  # gap -1.6%: inside the ±5% band when the items pin it down
-    tight = C.judge(claim, mt_rows({"R": 1.0, "V": 1.2}, ppl, ppl_se=0.1) + [mt_floor()])
+    tight = J.judge(claim, mt_rows({"R": 1.0, "V": 1.2}, ppl, ppl_se=0.1) + [mt_floor()])
     assert tight["status"] == f"reproduced {PROXY}" and tight["pairs"][0]["method"] == "paired seeds"
-    loose = C.judge(claim, mt_rows({"R": 1.0, "V": 1.2}, ppl, ppl_se=3.0) + [mt_floor()])
+    loose = J.judge(claim, mt_rows({"R": 1.0, "V": 1.2}, ppl, ppl_se=3.0) + [mt_floor()])
     assert loose["status"] == f"inconclusive {PROXY}"
     assert loose["pairs"][0]["interval"][1] - loose["pairs"][0]["interval"][0] > 0.1
     rows = mt_rows({"R": 1.0, "V": 1.2}, ppl) + [mt_floor()]
     rows[0]["interval"] = {"ppl": [58.0, 62.0], "bleu": [0.5, 1.5]}
-    found = C.judge(claim, rows)
+    found = J.judge(claim, rows)
     assert found["ours"]["R"]["interval"] == [58.0, 62.0]
     assert found["not_learned"]["ours"]["R"]["interval"] == [0.5, 1.5]
 
@@ -525,7 +540,7 @@ def test_the_proxy_uses_the_item_errors_and_intervals_of_ppl():
 def test_no_proxy_verdict_without_a_ppl_floor():
     claim = C.BY_NAME["t2-ende-r-close-v"]
     rows = mt_rows({"R": 1.0, "V": 1.2}, {"R": 60.0, "V": 61.0})
-    found = C.judge(claim, rows + [mt_floor(ppl=None)])  # a floor row computed before the target-side floor
+    found = J.judge(claim, rows + [mt_floor(ppl=None)])  # a floor row computed before the target-side floor
     assert found["status"] == "inconclusive" and found["metric"] == "bleu"
     assert found["note"].endswith("; no proxy verdict on the teacher-forced ppl: no floor row holds a ppl "
                                   "to gate it (compute the floor again)")
@@ -536,35 +551,35 @@ def test_findings_markdown_counts_the_proxy_verdicts_apart():
 
     ppl = {v: 60.0 for v in C.T2}
     rows = mt_rows({v: 1.0 for v in C.T2}, ppl) + [mt_floor()]
-    found = C.evaluate(rows, "seq2seq-mt", C.select(["t2-ende-r-close-v", "t2-ende-fix-worst"]))
+    found = J.judge_rows(rows, "seq2seq-mt", C.select(["t2-ende-r-close-v", "t2-ende-fix-worst"]))
     assert [f["status"] for f in found] == [f"reproduced {PROXY}", f"not reproduced {PROXY}"]  # Fix not the worst
     lm = [seeded("Fix", "ppl", [80.0, 80.1]), seeded("R", "ppl", [60.0, 61.0])]
-    found.append(C.judge(C.BY_NAME["t2-lm1b-fix-vs-r"], lm))
+    found.append(J.judge(C.BY_NAME["t2-lm1b-fix-vs-r"], lm))
     assert findings_markdown(found).startswith(f"1 reproduced, 1 reproduced {PROXY}, 1 not reproduced {PROXY}.")
 
 # ----------------------------------------------------------------------------- old rows, output
 def test_old_rows_without_seeds_errors_intervals_or_floor_are_judged():
     rows = [one_row(v, "ppl", x) for v, x in (("Fix", 150.0), ("R", 100.0), ("V", 98.0))]
-    found = {f["claim"]: f for f in C.evaluate(rows, "lm")}
+    found = {f["claim"]: f for f in J.judge_rows(rows, "lm")}
     assert found["t2-lm1b-fix-vs-r"]["status"] == "reproduced"  # +50% with the one-seed ±5%
     assert found["t2-lm1b-r-close-v"]["status"] == "reproduced"  # +2% ± 5% inside ±10%
     assert all(f["pairs"][0]["method"] == "one seed" for f in found.values())
     assert "interval" not in found["t2-lm1b-fix-vs-r"]["ours"]["Fix"]
-    assert "[" not in C.finding_line(found["t2-lm1b-fix-vs-r"]).split("Ours")[1].split(";")[0]
+    assert "[" not in J.finding_line(found["t2-lm1b-fix-vs-r"]).split("Ours")[1].split(";")[0]
 
 
 def test_finding_line_shows_the_intervals():
     fix, r = seeded("Fix", "ppl", [120, 122, 121]), seeded("R", "ppl", [100, 102, 101])
     fix["interval"], r["interval"] = {"ppl": [118.0, 124.0]}, {"ppl": [98.5, 103.5]}
-    f = C.judge(FIX_VS_R, [fix, r])
+    f = J.judge(FIX_VS_R, [fix, r])
     assert f["ours"]["Fix"]["interval"] == [118.0, 124.0]
-    line = C.finding_line(f)
+    line = J.finding_line(f)
     assert "Fix 121 ± 1 [118, 124]" in line and "R 101 ± 1 [98.5, 103.5]" in line
     lo, hi = f["pairs"][0]["interval"]
     assert f"Fix vs R +19.8% [{lo:+.1%}, {hi:+.1%}]" in line and line.startswith("**reproduced**")
-    fig = C.judge(C.BY_NAME["fig2-3-d-var-above-v"], [seeded("D", "weight_var", [2.0, 2.1]),
+    fig = J.judge(C.BY_NAME["fig2-3-d-var-above-v"], [seeded("D", "weight_var", [2.0, 2.1]),
                                                        seeded("V", "weight_var", [1.0, 1.0])])
-    assert "Paper: a figure, no numbers." in C.finding_line(fig)
+    assert "Paper: a figure, no numbers." in J.finding_line(fig)
 
 
 def test_select_by_claim_or_table_name_and_errors_list_the_valid_ones():
@@ -590,7 +605,7 @@ def test_task_kinds_from_task_and_data():
     assert task_kind("seq2seq", "chitchat") == "seq2seq-dialogue"
     assert task_kind("classify", "listops") == "lra-listops"
     assert task_kind("classify", "pairs.tsv") == "classify"  # unknown data: no paper benchmark
-    assert {f["claim"] for f in C.evaluate([seeded("V", "accuracy", [1, 2]), seeded("R", "accuracy", [1, 2])],
+    assert {f["claim"] for f in J.judge_rows([seeded("V", "accuracy", [1, 2]), seeded("R", "accuracy", [1, 2])],
                                            "classify")} == {"t4-speed-r-vs-v"}
 
 

@@ -423,7 +423,7 @@ def test_eval_test_reports_and_judges_the_test_split_the_sweep_never_saw(dialogu
 def test_gate_note_stops_only_where_v_learns_no_claim_the_floor_gates():
     """`claims.gate_note`: V below the floor on every floor-gated claim of the kind stops the grid; V beating it on
     one (or on a claim's proxy: MT's teacher-forced ppl while BLEU is not learned) does not."""
-    from synthformer.evidence.claims import gate_note
+    from synthformer.evidence.judge import gate_note
 
     lm_floor = {"variant": "floor", "floor": True, "name": "KN bigram", "metrics": {"ppl": 80.0, "loss": 4.38}}
     assert gate_note({"variant": "V", "metrics": {"ppl": 90.0}}, [lm_floor], "lm").startswith("not learned: V 90")
@@ -443,7 +443,7 @@ def test_a_gate_v_does_not_clear_stops_the_grid_and_marks_the_claims_of_the_rest
     """A grid with a gate trains V first; below the floor (3 steps), the other variants are not trained, the
     results say so, and every claim naming them is inconclusive with the reason, in the report, the interim
     and the claims' lines; the gate must be the first variant."""
-    from synthformer.evidence.claims import finding_line
+    from synthformer.evidence.judge import finding_line
     from synthformer.evidence.compare import CompareError, compare
 
     out, logs = tmp_path / "cmp", []

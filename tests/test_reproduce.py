@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from synthformer.cli import main
-from synthformer.evidence.claims import CLAIMS
+from synthformer.evidence.paper.claims import CLAIMS
 from synthformer.data.sources import SOURCES, load_source
 from synthformer.reproduce import names
 from synthformer.reproduce.common import BUDGET_TRAIN, status_counts

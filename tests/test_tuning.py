@@ -8,9 +8,13 @@ from pathlib import Path
 import pytest
 
 from synthformer.errors import ConfigError
+from synthformer.mixers import BASELINES
+from synthformer.model import ModelConfig, build_model
+from synthformer.tasks import TASKS
+from synthformer.training.optim import position_tables
 from synthformer.training.loop import TrainConfig
 from synthformer.evidence.tuning import TuneConfig, best_index, candidates, has_tables, make_tune
-from conftest import kill_cli_when
+from conftest import ALL_SPECS, kill_cli_when
 from test_compare import compare_main, dialogue  # noqa: F401 (dialogue: the tiny data file fixture)
 
 TINY = ["--steps", "3", "--seq_len", "24", "--vocab_size", "300", "--batch_size", "4", "--eval_batches", "2",
@@ -107,7 +111,7 @@ def test_the_lowest_finite_loss_wins():
 
 
 def test_intervals_skip_diverged_seeds():
-    from synthformer.evidence.compare import intervals
+    from synthformer.evidence.rows import intervals
 
     rows = [{"metrics": {"ppl": 10.0, "ppl_se": 0.5, "loss": 2.3}}, {"metrics": {"ppl": float("inf"), "loss": 9.0,
                                                                                "ppl_se": float("nan")}}]
@@ -120,7 +124,7 @@ def test_a_perplexity_interval_is_the_loss_interval_mapped_through_exp():
     below zero; the reported one is exp of the loss interval, positive, around the geometric mean."""
     import math
 
-    from synthformer.evidence.compare import intervals
+    from synthformer.evidence.rows import intervals
 
     rows = [{"metrics": {"loss": loss, "loss_se": 0.015, "ppl": math.exp(loss), "ppl_se": 0.015 * math.exp(loss)}}
             for loss in (4.28, 5.47, 4.46)]
@@ -139,6 +143,29 @@ def test_candidates_and_which_variants_have_tables():
     assert tables == {"V": False, "Fix": False, "R": True, "FR": True, "D": True, "FD": True, "R+V": True,
                       "dynamicconv": False}
     assert has_tables("classify", "tiny", {}, "linformer") is False
+
+
+def built_has_tables(task: str, preset: str, overrides: dict, variant: str) -> bool:
+    """The answer read off a built model: what the optimizer's tables group holds."""
+    fields = {"vocab_size": 300, **overrides, "kind": TASKS[task].model_kind, "attention": variant}
+    return bool(position_tables(build_model(ModelConfig.preset(preset, **fields)), embeddings=False))
+
+
+@pytest.mark.parametrize("variant", ALL_SPECS + list(BASELINES))
+def test_has_tables_from_the_classes_equals_the_built_models_answer(variant):
+    """has_tables answers from the classes' declarations, without a model; a built model agrees, for every
+    task's model kind and for a seq2seq whose cross-attention has tables."""
+    cases = [(task, {}) for task in TASKS] + [("seq2seq", {"cross_attention": "R"}),
+                                              ("seq2seq", {"cross_attention": "Fix"}),
+                                              ("classify", {"num_layers": 1, "factorized_k": 4})]
+    for task, overrides in cases:
+        try:
+            expected = built_has_tables(task, "tiny", overrides, variant)
+        except ConfigError:  # a slot this mixer cannot fill (linformer in a decoder): refused alike
+            with pytest.raises(ConfigError):
+                has_tables(task, "tiny", overrides, variant)
+            continue
+        assert has_tables(task, "tiny", overrides, variant) is expected, (task, overrides)
 
 
 @pytest.mark.parametrize("value, message", [
@@ -212,13 +239,14 @@ def test_a_finished_run_is_reused_whatever_its_checkpoint_and_evaluation_cadence
     """`check_cell`: checkpoint_every, keep_checkpoints and eval_every do not change what a run computed (a sweep
     candidate of an earlier version kept no checkpoints and evaluated only at its end), so they never refuse a
     finished run; its lr does."""
-    from synthformer.evidence.compare import CompareError, check_cell
+    from synthformer.evidence.grid import GridError
+    from synthformer.evidence.grid import check_cell
 
     cfg = TrainConfig(task="lm", steps=10, checkpoint_every=100, keep_checkpoints=1)
     result = {"train": {**cfg.to_dict(), "checkpoint_every": 0, "keep_checkpoints": 3, "eval_every": 0},
               "model": {"attention": "V"}}
     check_cell(Path("run"), result, cfg, {"attention": "V"})
-    with pytest.raises(CompareError, match="lr 0.5"):
+    with pytest.raises(GridError, match="lr 0.5"):
         check_cell(Path("run"), {**result, "train": {**result["train"], "lr": 0.5}}, cfg, {"attention": "V"})
 
 

@@ -33,7 +33,9 @@ import time
 from pathlib import Path
 
 from .cells import cell_file, cells_wall_s, curve, load_cell, save_cell
-from .claims import check_kind, gate_note, select as select_claims, stat
+from .judge import gate_note
+from .paper.claims import check_kind, select as select_claims
+from ..utils.stats import stat
 from ..errors import SynthformerError
 from ..utils.integrity import atomic_write_json, atomic_write_text
 from ..training.lock import LOCK_FILE, RunLock

@@ -17,7 +17,7 @@ returns the row that compare / reproduce put beside the variants:
 A seq2seq floor row holds both floors; its "names" says which floor each metric comes from
 (``{"bleu": "copy source", ..., "ppl": "target-side KN bigram"}``). The target-side bigram is what
 the teacher-forced perplexity (on the split the rows report) must beat (`seq2seq_target_floor`): the MT claims judge
-that perplexity as a labelled proxy when BLEU is not learned (`synthformer.evidence.claims`).
+that perplexity as a labelled proxy when BLEU is not learned (`synthformer.evidence.judge`).
 
 Counts come from the train split's token ids (the models' tokens); scores from the evaluated
 split. LM and MLM score every block of the split (the model's evaluation may stop at

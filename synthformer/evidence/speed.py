@@ -19,6 +19,7 @@ import statistics
 from pathlib import Path
 
 from ..utils.integrity import atomic_write_json
+from ..utils.stats import stat
 
 SPEED_FILE = "speed.json"
 REPEATS, WARMUP = 5, 2  # timed steps (median) and warm-up steps per variant and seed
@@ -78,8 +79,6 @@ def measure(rows: list[dict], cfg, model_overrides: dict, data, log=print) -> di
 def add_speed(rows: list[dict], cfg, model_overrides: dict, data, folder: Path, log=print) -> dict:
     """Measure (once: ``folder/speed.json``) and put the measurement in place of each seed's and row's
     ``tokens_per_s`` in `rows` (the training run's own kept as ``train_tokens_per_s``). Returns the measurement."""
-    from .claims import stat
-
     file = Path(folder) / SPEED_FILE
     if file.exists():
         speed = json.loads(file.read_text())

@@ -58,7 +58,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .cells import cell_file, cells_wall_s, load_cell, save_cell
-from .claims import evaluate as evaluate_claims, finding_line, select as select_claims
+from .judge import finding_line, judge_rows as evaluate_claims
+from .paper.claims import select as select_claims
 from .compare import INTERIM, intervals, mean_std, reused, run_folder, seed_list, shape_text, variant_name, with_floor
 from ..data.sources import SOURCES
 from ..data.prepare import SourceNotInstalledError

@@ -1,12 +1,14 @@
 """Comparison reports: the Markdown table beside the paper's numbers (of the same task kind), with
 95% intervals and the floor row; what each variant trained with (the tuning sweep); the paper's
-claims checked on our numbers (`synthformer.evidence.claims`). Everything here reads result rows only."""
+claims (`synthformer.evidence.paper.claims`) checked on our numbers (`synthformer.evidence.judge`).
+Everything here reads result rows only."""
 from __future__ import annotations
 
 import math
 from collections import Counter
 
-from .claims import evaluate, finding_line, seed_values, stat, status_rank
+from .judge import finding_line, judge_rows, seed_values, status_rank
+from ..utils.stats import stat
 from .paper.numbers import CITATION, LABEL, paper_columns
 from ..tasks.metrics import LOWER_IS_BETTER, METRIC_COLUMNS
 from .tuning import at_chance, beyond_edge
@@ -181,8 +183,8 @@ def _beyond_edges(steps: int) -> str:
 
 def findings(rows: list[dict], kind: str, claims=None, gated: dict | None = None) -> list[dict]:
     """The paper's claims of task kind `kind` that `rows` can check, each a structured finding
-    (see `synthformer.evidence.claims`: claim, table, paper, ours, status, rule); `gated`: `claims.evaluate`'s."""
-    return evaluate(rows, kind, claims, gated)
+    (see `synthformer.evidence.judge`: claim, table, paper, ours, status, rule); `gated`: `judge.judge_rows`'."""
+    return judge_rows(rows, kind, claims, gated)
 
 
 def findings_markdown(found: list[dict]) -> str:

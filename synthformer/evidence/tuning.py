@@ -90,7 +90,8 @@ class TuneConfig:
 
 
 def has_tables(task: str, preset: str, model_overrides: dict, variant: str) -> bool:
-    """Whether `variant` has trainable position tables (what ``table_lr_mult`` acts on): `plan.has_position_tables`."""
+    """Whether `variant` has trainable position tables (what ``table_lr_mult`` acts on): `plan.has_position_tables`,
+    answered from the mixer classes' declarations (no model is built)."""
     from ..training.plan import has_position_tables
 
     return has_position_tables(task, preset, model_overrides, variant)

@@ -17,7 +17,8 @@ from .dynamicconv import DynamicConv
 from .lightconv import LightConv
 from .linformer import Linformer
 from .registry import (BASELINES, MixerError, MixerSpec, SlotError, UnknownMixerError, baseline_options,
-                       build_token_mixer, check_slot, display_name, is_baseline, mixer_state_numel, resolve_mixer)
+                       build_token_mixer, check_slot, display_name, has_position_tables, is_baseline,
+                       mixer_state_numel, resolve_mixer)
 
 # Baseline name -> class, derived from the registry's BASELINES rows (kept for existing callers).
 MIXERS: dict[str, type[nn.Module]] = {name: row.cls for name, row in BASELINES.items()}
@@ -38,5 +39,5 @@ def build_mixer(name: str, embed_dim: int, num_heads: int, max_seq_len: int, *, 
 
 
 __all__ = ["BASELINES", "MIXERS", "MixerError", "MixerSpec", "SlotError", "UnknownMixerError", "build_mixer",
-           "build_token_mixer", "check_slot", "display_name", "is_baseline", "mixer_options", "mixer_state_numel",
+           "build_token_mixer", "check_slot", "display_name", "has_position_tables", "is_baseline", "mixer_options", "mixer_state_numel",
            "resolve_mixer", "LightConv", "DynamicConv", "Linformer", "ConvCache", "BAND_MAX_LEN"]

@@ -10,6 +10,7 @@ answered here, from data, never by matching error text:
     check_slot("linformer", causal=True, cross=False)   # raises SlotError: it cannot decode
     build_token_mixer("R+V", embed_dim=64, num_heads=2, max_seq_len=128, causal=True, factorized_k=8)
     mixer_state_numel("R", embed_dim=64, num_heads=2, max_seq_len=128)  # parameters + buffers, nothing allocated
+    has_position_tables("R+V")      -> True (trainable tables: what table_lr_mult acts on); "V", "Fix" -> False
 
 Slots: a self-attention slot of an encoder (``causal=False``), of a decoder (``causal=True``), and the
 cross-attention of a seq2seq decoder (``cross=True``, which attends to the encoder's output).
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..attention import SyntheticAttention, parse_synthesizers, short_spec
+from ..attention import SYNTHESIZERS, SyntheticAttention, parse_synthesizers, short_spec
 from ..errors import ConfigError
 from .dynamicconv import DynamicConv
 from .lightconv import LightConv
@@ -115,6 +116,16 @@ def display_name(spec: str | list[str] | tuple[str, ...]) -> str:
 def is_baseline(spec) -> bool:
     """True for a baseline name (any case), False for anything else (valid or not)."""
     return _baseline_key(spec) is not None
+
+
+def has_position_tables(spec: str | list[str] | tuple[str, ...] | MixerSpec) -> bool:
+    """Whether the mixer of ``spec`` has trainable position tables: the optimizer's ``tables`` group, what
+    ``table_lr_mult`` acts on (synthformer/training/optim.py). Read off the classes, nothing built: a
+    synthesizer member's ``position_tables`` when it is ``trainable`` (Fixed Random's table is a buffer). A
+    baseline has none: that group holds synthesizers' tables only (tables a baseline declared would join the
+    ``positions`` group, beside the position embedding, which is not a table either)."""
+    m = spec if isinstance(spec, MixerSpec) else resolve_mixer(spec)
+    return any(SYNTHESIZERS[name].position_tables and SYNTHESIZERS[name].trainable for name in m.members)
 
 
 def check_slot(spec: str | list[str] | tuple[str, ...], *, causal: bool, cross: bool = False,

@@ -12,7 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..evidence.claims import CLAIMS, evaluate, finding_line, status_rank
+from ..evidence.judge import finding_line, judge_rows as evaluate, status_rank
+from ..evidence.paper.claims import CLAIMS
 from ..evidence.compare import DEFAULT_SEEDS, SMALL_EVAL, SMALL_EVAL_SEEDS, gate_line, with_floor
 from ..errors import SynthformerError
 from ..utils.integrity import atomic_write_text

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..evidence.claims import CLAIMS
+from ..evidence.paper.claims import CLAIMS
 from .common import Grid, ReproduceError, Section, Spec, budget_model, budget_train, grid_section, per_budget
 from .table2 import LM_CPU_MODEL, LM_CPU_TRAIN  # the models drawn are table2's LMs, which clear the bigram floor
 
@@ -26,7 +26,7 @@ SPEC = Spec(
     differences="The paper draws its WMT and LM1B models (6 layers, 8 heads); here decoder LMs on chitchat "
                 "(table2's LM at cpu: d=128, 4 layers, 4 heads, 3,000 steps; small: 4 layers, 4 heads at gpu). "
                 "Causal models: the upper triangle of every map is masked (blank).",
-    # Figures 2-3 are judged by synthformer.evidence.claims (fig2-3-*: the variance of the trained weights,
+    # Figures 2-3 are judged by synthformer.evidence.judge (fig2-3-*: the variance of the trained weights,
     # `weight_var` below); Figures 4-7 are drawn only
     extra_claims=(("fig4-7-heatmaps", "Figures 2-7", "R learns position patterns; D's and V's weights on a real "
                                                      "input (Figures 4-7)"),),
@@ -85,7 +85,7 @@ def seed_weight_var(grid_out: Path, run: str, examples: int) -> float:
 def add_weight_var(results: dict, grid_out: Path, examples: int) -> None:
     """Put "weight_var" (`seed_weight_var`) into every seed's metrics and every row's mean, std and 95%
     interval, so that the figures claim is judged like any metric."""
-    from ..evidence.claims import stat
+    from ..utils.stats import stat
     from ..evidence.compare import intervals
 
     for row in results["variants"]:
@@ -140,7 +140,7 @@ def run(ctx):
                  "the histograms' std squared): " + ", ".join(
                      f"{r['variant']} {r['metrics']['weight_var']:.4g}" for r in results["variants"]) + ".")
     section = grid_section(grid, results, SPEC.tables, "\n".join(lines))
-    judged = {c.name for c in CLAIMS}  # a claim of synthformer.evidence.claims is judged on weight_var, not only drawn
+    judged = {c.name for c in CLAIMS}  # a claim of evidence/paper/claims.py: judged on weight_var, not only drawn
     drawn = [{"claim": cid, "table": table, "text": text, "status": "drawn",
               "detail": f"see {images[-1]}; a figure is read, not judged"}
              for cid, table, text in SPEC.extra_claims if cid not in judged]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..evidence.claims import CLAIMS
+from ..evidence.paper.claims import CLAIMS
 from .common import NOT_RUN, ReproduceError, markdown_table, short_finding, status_counts
 from ..utils.integrity import atomic_write_text
 

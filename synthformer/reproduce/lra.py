@@ -275,7 +275,7 @@ def average_rows(grid_results: list[dict]) -> list[dict]:
 
 
 def run(ctx):
-    from ..evidence.claims import evaluate
+    from ..evidence.judge import judge_rows
 
     sections, accuracy, all_results, benches = [], {}, [], {}
     for grid in grids(ctx.budget, ctx.out):
@@ -288,7 +288,7 @@ def run(ctx):
             extra = text_counts(grid)
         sections.append(grid_section(grid, results, SPEC.tables, extra))
     average = average_rows(all_results)
-    found = [f for f in evaluate(average, "lra") if f["table"] in SPEC.tables]
+    found = [f for f in judge_rows(average, "lra") if f["table"] in SPEC.tables]
     summary = Section("LRA table", "Our accuracy (%) beside LRA's:\n\n" + lra_table(accuracy)
                       + "\n\nThe average claims compare each variant's mean accuracy over the tasks run here "
                         "(ListOps, Text, Image) with LRA's average over its five.\n\n"

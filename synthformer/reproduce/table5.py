@@ -131,7 +131,8 @@ def run(ctx):
 
 def sst2_findings(results: dict) -> list:
     """Table 5's SST-2 claims judged on the sentiment task's fine-tuned accuracy (per seed)."""
-    from ..evidence.claims import evaluate, select
+    from ..evidence.judge import judge_rows
+    from ..evidence.paper.claims import select
 
     from ..evidence.compare import intervals, with_floor
 
@@ -145,7 +146,7 @@ def sst2_findings(results: dict) -> list:
                     for s in r.get("seeds", [])]
         rows.append({"variant": r["variant"], "metrics": {"accuracy": r["metrics"].get("acc_sentiment")},
                      "seeds": per_seed, "interval": intervals(per_seed)})
-    return evaluate(rows, "classify-sentiment", select(["Table 5"]))
+    return judge_rows(rows, "classify-sentiment", select(["Table 5"]))
 
 
 def section(results: dict) -> Section:

@@ -21,6 +21,7 @@ from pathlib import Path
 from .checkpoint import RunError
 from ..errors import ConfigError
 from ..model import PRESETS, ModelConfig
+from ..mixers import has_position_tables as mixer_has_position_tables
 from ..model.config import check_memory, slots
 from .runs import RUN_CONFIG, load_model, load_run_tokenizer, read_run_config, run_model_folder, verify_run
 from .task_data import TaskData, prepare_data
@@ -71,13 +72,13 @@ def model_config(cfg: TrainConfig, overrides: dict, data: TaskData) -> ModelConf
 
 
 def has_position_tables(task: str, preset: str, overrides: dict, variant: str) -> bool:
-    """Whether `variant` has trainable position tables (what ``table_lr_mult`` acts on), read off a
-    model built from its config (a tiny vocabulary: the tables do not depend on it)."""
-    from ..model import build_model
-    from .optim import position_tables
-
+    """Whether `variant` has trainable position tables (what ``table_lr_mult`` acts on) in any token-mixing
+    slot of the task's model (a seq2seq's cross-attention included): answered from the mixer classes'
+    declarations (`mixers.has_position_tables`) on the run's ModelConfig (a tiny vocabulary: the tables do not
+    depend on it), no model built."""
     fields = {"vocab_size": 300, **overrides, "kind": TASKS[task].model_kind, "attention": variant}
-    return bool(position_tables(build_model(ModelConfig.preset(preset, **fields)), embeddings=False))
+    cfg = ModelConfig.preset(preset, **fields)
+    return any(mixer_has_position_tables(cfg.mixer_spec(spec)) for _, spec, _, _ in slots(cfg))
 
 
 # ----------------------------------------------------------------------------- a stored run

@@ -79,6 +79,9 @@ class Synthesizer(nn.Module):
     # optimizer gives them the tables' group (own lr multiplier, no decay; synthformer/training/optim.py).
     # A name that is a buffer (Fixed Random's r) has nothing to train and is skipped.
     position_tables: tuple[str, ...] = ()
+    # False when the declared tables are buffers, never trained (Fixed Random): with it the class says,
+    # without building a model, whether the optimizer's tables group gets anything from it.
+    trainable: bool = True
 
     def __init__(self, embed_dim: int, num_heads: int, max_seq_len: int, options: SynthesizerOptions):
         super().__init__()

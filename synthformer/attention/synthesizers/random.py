@@ -9,7 +9,6 @@ from .base import FullLogits, Synthesizer, positions, random_table
 
 class Random(Synthesizer):
     input_dependent = False
-    trainable = True
     position_tables = ("r",)
 
     def __init__(self, embed_dim, num_heads, max_seq_len, options):

@@ -1,0 +1,496 @@
+"""The rule that judges each of the paper's claims (`synthformer.evidence.paper.claims`) on a comparison's
+result rows: reproduced, not reproduced or inconclusive.
+
+Every pair (subject A, other B) of a claim is judged on the **gap** = A's shortfall relative to B,
+``(A - B) / |B|`` when lower is better, ``(B - A) / |B|`` when higher is better (positive = A worse):
+
+* ``worse``  -- A worse than every other by more than ``t``: the line is ``gap = t``;
+* ``better`` -- A better than every other by more than ``t`` (0 = simply better): ``gap = -t``;
+* ``within`` -- A close to every other, a two-sided band: ``-t < gap < t``.
+
+**The rule** (`judge`):
+
+1. *Floor.* When the rows hold a floor row (``"floor": true``; never a variant) with the claim's
+   metric (``Claim.learned_on``, default the claim's metric), every variant compared must beat it by
+   a stated margin: ``FLOOR_REL_MARGIN`` (5%) below it for perplexity / loss, ``FLOOR_POINTS[metric]``
+   points above it for accuracy (``CHANCE_MARGIN``), BLEU and ROUGE-L, and at least ``Claim.learned_min``
+   where the claim sets one (the MT BLEU claims: ``MT_BLEU_LEARNED``). Otherwise the claim is
+   *inconclusive* with the note "not learned: <variant> <value> vs floor <value>". Without a floor row
+   two older guards apply: every variant within ``CHANCE_MARGIN`` points of the majority-class
+   accuracy, or every BLEU under ``BLEU_FLOOR`` / a tenth of the paper's -> *inconclusive*.
+2. *Interval.* Per pair a 95% interval of the gap:
+
+   * two or more seeds shared by A and B: per-seed gaps ``g_i`` (a seed's data order is common to
+     both, so its swing cancels); ``gap = mean(g_i)``, half-width
+     ``sqrt((t95(n - 1) * sd(g_i) / sqrt(n))^2 + (1.96 * se_item)^2)``: each source of noise with its
+     own quantile, as `stats.combine` (the item error is not estimated from the seeds, so a t with
+     n - 1 degrees of freedom does not apply to it);
+   * two or more seeds of each, not shared: gap of the means, half-width
+     ``sqrt((t95(min(n_A, n_B) - 1) * sqrt(var))^2 + (1.96 * se_item)^2)``, ``var`` = the delta-method
+     variance of the ratio from ``sd_A^2 / n_A`` and ``sd_B^2 / n_B``;
+   * fewer than two seeds on a side: half-width ``max(1.96 * sqrt(var), SINGLE_SEED_MARGIN)`` -- one
+     seed cannot show the training noise, so never narrower than 5%; item errors widen it.
+
+   ``se_item`` is the evaluation-item error of the gap from the per-seed ``M_se`` (bootstrap standard
+   error over evaluation items) of A and B, by the delta method, averaged over seeds without
+   dividing by their number (the seeds share the evaluation items, so that error does not average
+   out); 0 when a seed lacks ``M_se`` (older rows).
+3. *Decision.* ``worse``: reproduced when the interval lies above ``t``, not reproduced when it lies
+   below; ``better``: reproduced when it lies below ``-t``, not reproduced when above; ``within``:
+   reproduced when it lies inside ``(-t, t)``, not reproduced when it lies wholly beyond either edge
+   (the pair's ``direction`` says which way, e.g. "R 15.0% better than V, beyond the ±10% band").
+   Anything else is inconclusive. A claim is *not reproduced* when any pair is, else *inconclusive*
+   when any pair is, else *reproduced*; step 1 overrides all of it with *inconclusive*.
+
+4. *Proxy.* A claim with a proxy metric (``Claim.proxy``; the MT BLEU claims: ``ppl``, the
+   teacher-forced perplexity, on the split the rows report) whose own metric is *not learned* by step 1 is judged again,
+   steps 1-3, on the proxy: same subject, others, relation and threshold (relative gaps of the
+   perplexity, lower is better; the paper printed no perplexity, so it is a proxy, not the claim),
+   gated by the floor rows' proxy value (MT: the target-side Kneser-Ney bigram, `floors.
+   seq2seq_target_floor`) with the same ``FLOOR_REL_MARGIN`` as the LM claims. Its verdict becomes
+   the finding, with the proxy in the status itself, e.g. ``"reproduced (proxy: teacher-forced
+   validation ppl; BLEU not learned)"`` (`proxy_status`), "metric" the proxy's, "ours" / "pairs" the
+   proxy's numbers, "note" starting "BLEU not learned: ..." and the BLEU numbers kept under
+   "not_learned"; so a reader sees both the BLEU gate and the proxy verdict in one line, and never
+   takes the verdict for BLEU's. When the proxy is not learned either (or no floor row holds it) the
+   finding stays the BLEU one, *inconclusive*, its note "not learned: ...; proxy (teacher-forced
+   validation ppl) not learned either: ...". A claim whose metric is learned is judged on it alone.
+
+Only the variants that were run count; a claim whose subject, every other variant, or metric is
+missing from the rows is not shown. Rows without ``_se``, ``interval`` or a floor row are judged by
+the same rule with those parts left out.
+
+`judge` gives one claim's finding, `judge_rows` the findings of every claim of a task kind, `gate_note`
+why a comparison stops after its first variant, `finding_line` a finding as a Markdown bullet.
+Statistics come from `synthformer.utils.stats` (`Stat`, `stat`, `t_quantile`, `mean_se_shared`).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import statistics
+from dataclasses import dataclass, replace
+
+from ..tasks.metrics import LOWER_IS_BETTER, METRIC_TITLES
+from ..utils.stats import Stat, finite_number, mean_se_shared, stat, t_quantile
+from .paper.claims import CLAIMS, PROXY_LABELS, Claim
+
+SINGLE_SEED_MARGIN = 0.05  # fewer than two seeds a side: the gap's interval is at least ± this (relative)
+Z95 = 1.96  # normal 97.5% quantile (one seed: item errors only)
+FLOOR_REL_MARGIN = 0.05  # perplexity / loss: a variant must be this fraction below the floor's value
+CHANCE_MARGIN = 2.0  # accuracy points above the majority class (floor row or "chance_accuracy")
+FLOOR_POINTS = {"bleu": 1.0, "rougeL": 1.0}  # BLEU / ROUGE-L points above the copy / lead floor
+BLEU_FLOOR = 1.0  # no floor row: every variant under this BLEU (0-100) learned no output, gaps are noise
+BLEU_PAPER_FRACTION = 0.1  # ... nor under a tenth of the paper's lowest score in the claim
+BESIDE_METRICS = ("tokens_per_s", "peak_bytes")  # read beside a row's "metrics" (metrics as fallback)
+STATUSES = ("reproduced", "not reproduced", "inconclusive")
+
+
+def rule_text(claim: Claim) -> str:
+    """The decision rule of `claim` in words, as each finding prints it (the module docstring has it
+    in full)."""
+    t = _pct(claim.threshold)
+    what = {"worse": f"worse than each by > {t}: reproduced when the 95% interval of the gap lies above +{t}, "
+                     "not when below",
+            "within": f"within ±{t} of each (two-sided band): reproduced when the 95% interval of the gap lies "
+                      "inside it, not when wholly outside",
+            "better": f"better than each{f' by > {t}' if claim.threshold else ''}: reproduced when the 95% "
+                      f"interval of the gap lies below {'-' + t if claim.threshold else '0'}, not when above"
+            }[claim.relation]
+    gate = claim.learned_on or claim.metric
+    floor = (f"; judged only when every variant is {FLOOR_REL_MARGIN:.0%} below the floor's {gate}"
+             if _lower(claim, gate) else
+             f"; judged only when every variant is {_floor_points(gate):g} points above the floor's {gate}"
+             + (f" and at least {claim.learned_min:g}" if claim.learned_min else ""))
+    way = "lower" if claim.proxy in LOWER_IS_BETTER else "higher"
+    proxy = (f"; while {_title(claim.metric)} is not learned, the same relation on the {PROXY_LABELS[claim.proxy]} "
+             f"({way} is better), gated by its floor, gives a verdict labelled as that proxy" if claim.proxy else "")
+    return (f"{claim.subject} {what} ({'lower' if claim.lower_is_better else 'higher'} {claim.metric} counts as "
+            f"better); interval: t over paired seeds plus item errors, at least ±{SINGLE_SEED_MARGIN:.0%} "
+            "with one seed" + ("" if claim.metric in BESIDE_METRICS else floor) + proxy)
+
+
+def _title(metric: str) -> str:
+    return METRIC_TITLES.get(metric, metric)
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1%}".replace(".0%", "%")
+
+
+def _lower(claim: Claim, metric: str) -> bool:
+    return claim.lower_is_better if metric == claim.metric else metric in LOWER_IS_BETTER
+
+
+def _floor_points(metric: str) -> float:
+    return FLOOR_POINTS.get(metric, CHANCE_MARGIN)
+
+
+# ----------------------------------------------------------------------------- our numbers
+def _read(r: dict, key: str) -> float | None:
+    """`key` of one (per-seed) row: inside "metrics", or beside it for tokens_per_s / peak_bytes."""
+    metrics = r.get("metrics") or {}
+    if key in BESIDE_METRICS:
+        return finite_number(r.get(key)) if r.get(key) is not None else finite_number(metrics.get(key))
+    return finite_number(metrics.get(key))
+
+
+def seed_runs(row: dict, metric: str) -> list[tuple[object, float, float | None]]:
+    """(seed or None, value, item standard error or None) of each run of a row that has `metric`: its
+    "seeds" list when present, else the row itself. The error is the run's "<metric>_se"."""
+    out = []
+    for r in row.get("seeds") or [row]:
+        v = _read(r, metric)
+        if v is not None:
+            out.append((r.get("seed"), v, _read(r, f"{metric}_se")))
+    return out
+
+
+def seed_values(row: dict, metric: str) -> list[float]:
+    """Per-seed values of `metric` in a result row: its "seeds" list when present, else the row itself.
+    "tokens_per_s" (and "peak_bytes") are read beside the metrics."""
+    return [v for _, v, _ in seed_runs(row, metric)]
+
+
+def row_stat(row: dict, metric: str) -> Stat | None:
+    """`stat` of a row's per-seed values, with the row's "interval" of the metric when it has one."""
+    s = stat(seed_values(row, metric))
+    iv = (row.get("interval") or {}).get(metric)
+    if (s is not None and isinstance(iv, (list, tuple)) and len(iv) == 2
+            and all(finite_number(x) is not None for x in iv)):
+        s = Stat(s.mean, s.std, s.n, (float(iv[0]), float(iv[1])))
+    return s
+
+
+def is_floor(row: dict) -> bool:
+    """A floor row (a trivial baseline on the same data): never a variant."""
+    return bool(row.get("floor"))
+
+
+# ----------------------------------------------------------------------------- the rule
+@functools.lru_cache(maxsize=None)
+def t95(df: int) -> float:
+    """Two-sided 95% Student t quantile with `df` degrees of freedom (df >= 1): `stats.t_quantile(0.975, df)`
+    to three decimals, the precision of the printed t table the rule was written with (for df <= 30 these are
+    that table's numbers, digit for digit)."""
+    return round(t_quantile(0.975, df), 3)
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A pair's relative gap (positive = the subject worse) with its 95% interval."""
+
+    gap: float
+    lo: float
+    hi: float
+    method: str  # "paired seeds" | "unpaired seeds" | "one seed"
+
+
+def _ratio_var(a: float, b: float, var_a: float, var_b: float) -> float:
+    """Delta-method variance of (a - b) / |b| from the variances of a and b (independent)."""
+    return (var_a + (a / b) ** 2 * var_b) / b ** 2
+
+
+def pair_gap(lower_is_better: bool, a_runs: list, b_runs: list) -> Gap:
+    """The gap of subject A against other B and its 95% interval (module docstring, step 2), from
+    `seed_runs` of each."""
+    sign = 1.0 if lower_is_better else -1.0
+
+    def rel(a, b):
+        return sign * (a - b) / (abs(b) or 1.0)
+
+    b_seeds = {s: (v, se) for s, v, se in b_runs if s is not None}
+    shared = [(v, se, *b_seeds[s]) for s, v, se in a_runs if s in b_seeds]
+    if len(shared) >= 2:
+        gaps = [rel(a, b) for a, _, b, _ in shared]
+        item = _item_var([(a, sa, b, sb) for a, sa, b, sb in shared])
+        n = len(gaps)
+        # each source of noise with its own quantile, as stats.combine: t over the seeds, normal for the
+        # items (a t with n - 1 degrees of freedom on the item part would widen it 2x at 3 seeds for nothing)
+        mean = statistics.fmean(gaps)
+        half = math.hypot(t95(n - 1) * math.sqrt(statistics.variance(gaps) / n), Z95 * math.sqrt(item))
+        return Gap(mean, mean - half, mean + half, "paired seeds")
+    a_vals, b_vals = [v for _, v, _ in a_runs], [v for _, v, _ in b_runs]
+    a, b = statistics.fmean(a_vals), statistics.fmean(b_vals)
+    ref = abs(b) or 1.0
+    var_a = statistics.variance(a_vals) / len(a_vals) if len(a_vals) > 1 else 0.0
+    var_b = statistics.variance(b_vals) / len(b_vals) if len(b_vals) > 1 else 0.0
+    seeds = _ratio_var(a, ref, var_a, var_b)
+    a_se, b_se = mean_se_shared([se for _, _, se in a_runs]), mean_se_shared([se for _, _, se in b_runs])
+    item = _item_var([(a, a_se, b, b_se)])
+    gap = rel(a, b)
+    if len(a_vals) > 1 and len(b_vals) > 1:
+        half = math.hypot(t95(min(len(a_vals), len(b_vals)) - 1) * math.sqrt(seeds), Z95 * math.sqrt(item))
+        return Gap(gap, gap - half, gap + half, "unpaired seeds")
+    half = max(Z95 * math.sqrt(seeds + item), SINGLE_SEED_MARGIN)
+    return Gap(gap, gap - half, gap + half, "one seed")
+
+
+def _item_var(pairs: list) -> float:
+    """Item-error variance of the gap (items shared by the seeds: the mean of the per-seed errors,
+    squared); 0 unless every (a, se_a, b, se_b) has both errors."""
+    if not pairs or any(sa is None or sb is None for _, sa, _, sb in pairs):
+        return 0.0
+    return statistics.fmean(math.sqrt(_ratio_var(a, abs(b) or 1.0, sa ** 2, sb ** 2)) for a, sa, b, sb in pairs) ** 2
+
+
+def decide(claim: Claim, g: Gap) -> str:
+    """The status of one pair's gap under the claim's relation (module docstring, step 3)."""
+    t = claim.threshold
+    if claim.relation == "worse":
+        status = "reproduced" if g.lo > t else "not reproduced" if g.hi < t else "inconclusive"
+    elif claim.relation == "better":
+        status = "reproduced" if g.hi < -t else "not reproduced" if g.lo > -t else "inconclusive"
+    else:
+        status = ("reproduced" if -t < g.lo and g.hi < t else
+                  "not reproduced" if g.lo > t or g.hi < -t else "inconclusive")
+    return status
+
+
+def _direction(claim: Claim, other: str, g: Gap) -> str:
+    """In words: how the subject stands against `other`, and against which line (for failing pairs)."""
+    t = _pct(claim.threshold)
+    gap = round(g.gap, 4)  # as the finding's "gap" shows it
+    way = f"{claim.subject} {abs(gap):.1%} {'worse' if gap > 0 else 'better'} than {other}"
+    if claim.relation == "within":
+        return f"{way}, beyond the ±{t} band"
+    if claim.relation == "worse":
+        return f"{way}, not worse by more than {t}" if claim.threshold else f"{way}, not worse"
+    return f"{way}, not better by more than {t}" if claim.threshold else f"{way}, not better"
+
+
+def judge(claim: Claim, rows: list[dict]) -> dict | None:
+    """The finding of one claim on result rows, or None when it cannot be checked (the subject,
+    every other variant, or the metric is missing). Floor rows are read for the floor, never compared.
+    A claim with a `Claim.proxy` whose metric is not learned is judged on the proxy (`_proxy_finding`)."""
+    found = _judge(claim, rows)
+    if found is None:
+        return None
+    finding, learned = found
+    return finding if learned or not claim.proxy else _proxy_finding(claim, rows, finding)
+
+
+def _judge(claim: Claim, rows: list[dict]) -> tuple[dict, bool] | None:
+    """(the finding of `judge` on the claim's own metric, whether its variants learned it: False when
+    a floor or an older guard made it inconclusive), or None when it cannot be checked."""
+    floors = [r for r in rows if is_floor(r)]
+    by_variant = {r["variant"]: r for r in rows if not is_floor(r)}
+    if claim.subject not in by_variant:
+        return None
+    a_row = by_variant[claim.subject]
+    a_runs, a = seed_runs(a_row, claim.metric), row_stat(a_row, claim.metric)
+    if a is None:
+        return None
+    pairs = []
+    for other in claim.others:
+        b_runs = seed_runs(by_variant[other], claim.metric) if other in by_variant else []
+        if b_runs:
+            g = pair_gap(claim.lower_is_better, a_runs, b_runs)
+            status = decide(claim, g)
+            pairs.append({"other": other, "status": status, "gap": round(g.gap, 4),
+                          "interval": [round(g.lo, 4), round(g.hi, 4)], "method": g.method,
+                          **({"direction": _direction(claim, other, g)} if status == "not reproduced" else {})})
+    if not pairs:
+        return None
+    statuses = [p["status"] for p in pairs]
+    status = next(s for s in ("not reproduced", "inconclusive", "reproduced") if s in statuses)
+    compared = [by_variant[v] for v in (claim.subject, *(p["other"] for p in pairs))]
+    note = _not_learned(claim, compared, floors)
+    if note is None and not _floor_value(floors, claim.learned_on or claim.metric):
+        note = _at_chance(claim, compared) or _below_floor(claim, compared)
+    learned = not note
+    if note:
+        status = "inconclusive"
+    elif status == "not reproduced":
+        note = "; ".join(p["direction"] for p in pairs if "direction" in p)
+    ours = {claim.subject: _stat_dict(a), **{p["other"]: _stat_dict(row_stat(by_variant[p["other"]], claim.metric))
+                                            for p in pairs}}
+    return {"claim": claim.name, "text": claim.text, "table": claim.table, "benchmark": claim.benchmark,
+            "metric": claim.metric, "relation": claim.relation, "threshold": claim.threshold, "status": status,
+            "rule": rule_text(claim), "paper": {v: claim.paper[v] for v in ours if v in claim.paper},
+            "ours": ours, "pairs": pairs, **({"note": note} if note else {})}, learned
+
+
+def proxy_status(status: str, claim: Claim) -> str:
+    """The status of a verdict reached on `claim`'s proxy, labelled so it never reads as one on its metric,
+    e.g. "reproduced (proxy: teacher-forced ppl; BLEU not learned)"."""
+    return f"{status} (proxy: {PROXY_LABELS[claim.proxy]}; {_title(claim.metric)} not learned)"
+
+
+def status_rank(status: str) -> tuple[int, int, str]:
+    """Sort key of a finding's status: `STATUSES`' order, a labelled one ("reproduced (proxy: ...)",
+    `proxy_status`) right after its own, any other last."""
+    for i, s in enumerate(STATUSES):
+        if status == s:
+            return i, 0, ""
+        if status.startswith(s + " ("):
+            return i, 1, status
+    return len(STATUSES), 0, status
+
+
+def _proxy_finding(claim: Claim, rows: list[dict], finding: dict) -> dict:
+    """The finding of a claim whose own metric was not learned (`finding`, inconclusive), judged on its
+    proxy: the same subject, others, relation and threshold on the proxy metric, gated by the floor rows'
+    proxy value with the same margin rule. A verdict there becomes the finding, its status labelled
+    (`proxy_status`), the unlearned metric kept under "not_learned"; a proxy not learned either (or
+    without a floor to gate it) leaves `finding` inconclusive, its note saying why."""
+    label, title = PROXY_LABELS[claim.proxy], _title(claim.metric)
+    floor = _floor_value([r for r in rows if is_floor(r)], claim.proxy)
+    found = _judge(replace(claim, metric=claim.proxy, lower_is_better=claim.proxy in LOWER_IS_BETTER, proxy=""),
+                   rows)
+    if floor is None or found is None:
+        why = (f"no floor row holds a {claim.proxy} to gate it (compute the floor again)" if found else
+               f"a variant compared has no {claim.proxy}")
+        return {**finding, "note": f"{finding['note']}; no proxy verdict on the {label}: {why}"}
+    proxy, learned = found
+    if not learned:
+        either = proxy["note"].replace("not learned", "not learned either", 1)
+        return {**finding, "note": f"{finding['note']}; proxy ({label}) {either}"}
+    note = f"{title} {finding['note']}; the status is the proxy's: the {label} against the {floor[1]} floor"
+    return {**proxy, "status": proxy_status(proxy["status"], claim),
+            "benchmark": f"{claim.benchmark}; ours: proxy, {label}",
+            "rule": f"proxy for {title}, which is not learned: {proxy['rule']}",
+            "note": note + (f"; {proxy['note']}" if proxy.get("note") else ""),
+            "proxy": {"metric": claim.proxy, "label": label, "status": proxy["status"]},
+            "not_learned": {k: finding[k] for k in ("metric", "ours", "pairs", "note")}}
+
+
+def _floor_value(floors: list[dict], metric: str) -> tuple[float, str] | None:
+    """(value, name) of the hardest floor row holding `metric` (the one a variant finds hardest to beat)."""
+    found = [(v, (f.get("names") or {}).get(metric) or f.get("name") or "floor")
+             for f in floors if (v := _read(f, metric)) is not None]
+    if not found:
+        return None
+    return min(found) if metric in LOWER_IS_BETTER else max(found)
+
+
+def _not_learned(claim: Claim, rows: list[dict], floors: list[dict]) -> str | None:
+    """Step 1 of the rule with a floor row: why the claim says nothing (a variant compared does not beat
+    the floor by the margin), or None when every one does or no floor row holds the gated metric."""
+    metric = claim.learned_on or claim.metric
+    found = _floor_value(floors, metric)
+    if found is None:
+        return None
+    floor, name = found
+    lower = _lower(claim, metric)
+    line = floor * (1 - FLOOR_REL_MARGIN) if lower else floor + _floor_points(metric)
+    least = 0.0 if lower else claim.learned_min  # an absolute bar above the floor's line (MT BLEU)
+    failed = []
+    for r in rows:
+        s = stat(seed_values(r, metric))
+        if s is not None and not (s.mean < line if lower else s.mean > line and s.mean >= least):
+            failed.append(f"{r['variant']} {s.mean:.4g}")
+    if not failed:
+        return None
+    need = (f"{metric} < {line:.4g}: {FLOOR_REL_MARGIN:.0%} below it" if lower
+            else f"{metric} > {line:.4g}: {_floor_points(metric):g} points above it"
+            + (f", and at least {least:g}" if least > line else ""))
+    return f"not learned: {', '.join(failed)} vs floor {floor:.4g} ({name}; a variant needs {need})"
+
+
+def _at_chance(claim: Claim, rows: list[dict]) -> str | None:
+    """Without a floor row: why a classification claim says nothing: every variant compared sits within
+    CHANCE_MARGIN points of the majority-class accuracy (rows carry "chance_accuracy" beside
+    "accuracy"), so the gaps between them are noise. None when any variant learned, or for other metrics."""
+    if claim.metric in ("tokens_per_s", "peak_bytes", "loss", "ppl", "weight_var"):
+        return None
+    accs = [stat(seed_values(r, "accuracy")) for r in rows]
+    chances = [stat(seed_values(r, "chance_accuracy")) for r in rows]
+    if any(a is None for a in accs) or any(c is None for c in chances):
+        return None
+    if all(a.mean <= c.mean + CHANCE_MARGIN for a, c in zip(accs, chances)):
+        return (f"no variant beats the majority-class accuracy ({chances[0].mean:.1f}%) by more than "
+                f"{CHANCE_MARGIN:g} points: nothing was learned at this budget")
+    return None
+
+
+def _below_floor(claim: Claim, rows: list[dict]) -> str | None:
+    """Without a floor row: why a BLEU claim says nothing: every variant compared scores under BLEU_FLOOR,
+    or a tenth of the paper's lowest number in the claim if higher, where BLEU counts a few chance
+    n-gram matches and gaps between variants are noise. None otherwise."""
+    if claim.metric != "bleu":
+        return None
+    scores = [stat(seed_values(r, "bleu")) for r in rows]
+    paper = [claim.paper[r["variant"]] for r in rows if r["variant"] in claim.paper]
+    floor = max(BLEU_FLOOR, BLEU_PAPER_FRACTION * min(paper, default=0.0))
+    if all(s is not None and s.mean < floor for s in scores):
+        return (f"every variant compared scores below {floor:.3g} BLEU (a tenth of the paper's, at least "
+                f"{BLEU_FLOOR:g}): no translation or response was learned at this budget")
+    return None
+
+
+def _stat_dict(s: Stat) -> dict:
+    return {"mean": s.mean, "std": s.std, "n": s.n, **({"interval": list(s.interval)} if s.interval else {})}
+
+
+def judge_rows(rows: list[dict], kind: str, claims: tuple[Claim, ...] | None = None,
+             gated: dict | None = None) -> list[dict]:
+    """Findings of every claim of task kind `kind` (of `claims`, default all) that `rows` can check.
+    Floor rows (``"floor": true``) gate the claims and are never compared as variants. `gated`: the
+    comparison stopped after its first variant (`gate_note`; {"by", "skipped", "note"}), and a claim
+    naming a variant it skipped is *inconclusive*, not learned at this budget (`_gated`; a speed or memory
+    claim, which no floor gates, is left out like any claim whose variants were not run)."""
+    out = []
+    for claim in claims if claims is not None else CLAIMS:
+        if claim.applies_to(kind):
+            finding = judge(claim, rows)
+            if (finding is None and gated and claim.metric not in BESIDE_METRICS
+                    and set(gated["skipped"]) & {claim.subject, *claim.others}):
+                finding = _gated(claim, rows, gated)
+            if finding is not None:
+                out.append(finding)
+    return out
+
+
+def gate_note(row: dict, floors: list[dict], kind: str, claims: tuple[Claim, ...] | None = None) -> str | None:
+    """Why a comparison stops after the variant of `row` (compare's ``gate``, V at a budget too small for its
+    task): it does not beat the floor (step 1 of the rule, on `row` alone) on the metric of any claim of `kind`
+    that a floor row gates, nor on such a claim's proxy, so no claim of the grid could be judged at this budget.
+    The "not learned: ..." notes, or None when it learned one (or no claim is gated by a floor)."""
+    notes = []
+    for claim in claims if claims is not None else CLAIMS:
+        metric = claim.learned_on or claim.metric
+        if not claim.applies_to(kind) or _floor_value(floors, metric) is None or row_stat(row, metric) is None:
+            continue
+        note = _not_learned(claim, [row], floors)
+        if note is not None and claim.proxy and _floor_value(floors, claim.proxy) and row_stat(row, claim.proxy):
+            on_proxy = replace(claim, metric=claim.proxy, lower_is_better=claim.proxy in LOWER_IS_BETTER, learned_on="")
+            if _not_learned(on_proxy, [row], floors) is None:
+                return None  # judged on its proxy
+        if note is None:
+            return None
+        notes.append(note)
+    return "; ".join(dict.fromkeys(notes)) or None
+
+
+def _gated(claim: Claim, rows: list[dict], gated: dict) -> dict:
+    """The finding of a claim naming a variant the comparison did not train (`judge_rows`' `gated`)."""
+    by_variant = {r["variant"]: r for r in rows if not is_floor(r)}
+    ours = {v: _stat_dict(s) for v in (claim.subject, *claim.others)
+            if v in by_variant and (s := row_stat(by_variant[v], claim.metric)) is not None}
+    skipped = [v for v in (claim.subject, *claim.others) if v in gated["skipped"]]
+    return {"claim": claim.name, "text": claim.text, "table": claim.table, "benchmark": claim.benchmark,
+            "metric": claim.metric, "relation": claim.relation, "threshold": claim.threshold,
+            "status": "inconclusive", "rule": rule_text(claim), "paper": dict(claim.paper), "ours": ours, "pairs": [],
+            "note": f"{gated['note']}; {gated['by']}, trained first, did not clear the floor, so "
+                    f"{', '.join(skipped)} were not trained at this budget", "gated": True}
+
+
+def finding_line(f: dict) -> str:
+    """One Markdown bullet for a finding: paper, ours (with 95% intervals when present), each pair's gap
+    with its interval, the rule and any note."""
+    spec = "{:,.0f}" if f["metric"] in BESIDE_METRICS else "{:.4g}"
+    ours = ", ".join(f"{v} {Stat(**{**s, 'interval': tuple(s['interval']) if s.get('interval') else None}).show(spec)}"
+                     for v, s in f["ours"].items()) or "none trained"
+    paper = ", ".join(f"{v} {_paper(p)}" for v, p in f["paper"].items()) or "a figure, no numbers"
+    gaps = ", ".join(f"{next(iter(f['ours']))} vs {p['other']} {p['gap']:+.1%}"
+                     + (f" [{p['interval'][0]:+.1%}, {p['interval'][1]:+.1%}]" if p.get("interval") else "")
+                     for p in f["pairs"])
+    return (f"**{f['status']}**: {f['text']} [{f['table']}, {f['benchmark']}; `{f['claim']}`]. "
+            f"Paper: {paper}. Ours ({f['metric']}): {ours}" + (f"; shortfall {gaps}" if gaps else "")
+            + f". Rule: {f['rule']}." + (f" Note: {f['note']}." if f.get("note") else ""))
+
+
+def _paper(value: float) -> str:
+    """A paper number as the tables print it (two decimals, three for log perplexities)."""
+    return f"{value:.2f}" if round(value, 2) == value else f"{value:g}"
