@@ -1,4 +1,4 @@
-"""What the sub-commands share: plain metrics, the device, the placeholder of a command that parses
+"""What the sub-commands share: the device, the placeholder of a command that parses
 its own options. (A trained run is opened by synthformer.training.plan.open_trained.)"""
 from __future__ import annotations
 
@@ -21,11 +21,6 @@ def add_passthrough_parser(sub, name: str, text: str) -> argparse.ArgumentParser
     p = sub.add_parser(name, help=text, add_help=False)
     p.add_argument("args", nargs=argparse.REMAINDER)
     return p
-
-
-def plain(metrics: dict | None) -> dict:
-    """The scalar metrics (lists and tables left out) for a one-line JSON summary."""
-    return {k: v for k, v in (metrics or {}).items() if not isinstance(v, (list, dict))}
 
 
 def device_of(name: str) -> str:

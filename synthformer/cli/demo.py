@@ -10,7 +10,7 @@ What the demo can and cannot show at this budget, with measurements: docs/recipe
 """
 import sys
 
-from ..evidence.compare import main
+from .compare import main
 
 DEMO_ARGS = ["--variants", "V,Fix,R,R+V,D+V", "--seeds", "2"]
 

@@ -5,7 +5,8 @@ import json
 import sys
 
 from ..training.overrides import UsageError, parse_overrides
-from ._runs import add_trust_option, plain
+from ..tasks.metrics import scalars
+from ._runs import add_trust_option
 
 NAME = "eval"
 HELP = "evaluate a run's model on its data (valid or test split)"
@@ -48,5 +49,5 @@ def run(args, rest: list[str]) -> int:
     if args.split not in run.data.encoded:
         raise UsageError(f"the data has no {args.split!r} split")
     metrics = evaluate(run.data.task, run.model, run.data, run.train, split=args.split, max_batches=args.max_batches)
-    print(json.dumps({"run": args.run, "split": args.split, **plain(metrics)}))
+    print(json.dumps({"run": args.run, "split": args.split, **scalars(metrics)}))
     return 0

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ..training.overrides import UsageError, field_help, make_train_config, parse_overrides
 from ..training.runs import read_run_config
-from ._runs import add_trust_option, plain
+from ..tasks.metrics import scalars
+from ._runs import add_trust_option
 
 NAME = "train"
 HELP = "train one model (any task); options are TrainConfig/ModelConfig fields"
@@ -47,6 +48,6 @@ def run(args, rest: list[str]) -> int:
         check_model_overrides(cfg, model_over)  # a bad model option fails before any data is read
         result = train(cfg, model_over)
     if "stopped_at" not in result and result.get("rank", 0) == 0:  # one summary line, from rank 0
-        print(json.dumps({"out": result["out"], "step": result["step"], "valid": plain(result["valid"]),
+        print(json.dumps({"out": result["out"], "step": result["step"], "valid": scalars(result["valid"]),
                           "tokens_per_s": round(result["tokens_per_s"], 1)}))
     return 0

@@ -25,6 +25,7 @@ from typing import Iterable
 
 from .._optional import require
 from ..utils.integrity import atomic_write_text
+from ..utils.jsonl import read_json
 from .prepare import DataError
 
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>", "<mask>", "<sep>"]
@@ -300,11 +301,7 @@ def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
 
 
 def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise TokenizerFileError(f"{path} is not valid JSON ({e}); save the tokenizer again or "
-                                 "delete the file") from None
+    return read_json(path, TokenizerFileError, "save the tokenizer again or delete the file")
 
 
 def _checked(path: Path, state: dict, build) -> Tokenizer:

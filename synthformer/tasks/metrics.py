@@ -23,3 +23,8 @@ def lower_is_better(metric: str) -> bool:
 def main_metric(task: str) -> str | None:
     """The key of the task's main metric (the first of its columns), None for an unknown task."""
     return METRIC_COLUMNS[task][0][1] if task in METRIC_COLUMNS else None
+
+
+def scalars(metrics: dict | None) -> dict:
+    """The scalar metrics of an evaluation (lists and tables, such as decoded examples, left out)."""
+    return {k: v for k, v in (metrics or {}).items() if not isinstance(v, (list, dict))}

@@ -1,6 +1,7 @@
-"""The one JSONL reader: user data files (``data.files``), a run's ``metrics.jsonl`` (``runs``) and
+"""The one JSON and JSONL reader: user data files (``data.files``), a run's ``metrics.jsonl`` (``runs``) and
 ``synthformer bench`` rows (``plots.bench``) all go through `read_rows`, so every bad line is the
-same one-line error naming the file, the line and what is wrong."""
+same one-line error naming the file, the line and what is wrong; a JSON file (a grid's settings, floor,
+results, a tokenizer's state) goes through `read_json`, the same way."""
 from __future__ import annotations
 
 import json
@@ -29,3 +30,12 @@ def read_rows(text: str, path: Path | str, error: type[Exception], fix: str,
             raise error(f"{path}:{n}: lacks {missing}; {fix}")
         rows.append((n, row))
     return rows
+
+
+def read_json(path: Path | str, error: type[Exception], fix: str):
+    """The JSON value in file ``path``; a damaged file (not JSON, not UTF-8) is one ``error``:
+    ``"PATH is not valid JSON (what); FIX"``."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise error(f"{path} is not valid JSON ({e}); {fix}") from None
