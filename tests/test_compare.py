@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import run_in_process
-from synthformer.evidence.compare import DEFAULT_VARIANTS, variant_name
+from synthformer.evidence.compare import DEFAULT_VARIANTS
+from synthformer.evidence.rows import variant_name
 from synthformer.evidence.paper.numbers import TABLE2, TABLE3, paper_columns
 from synthformer.evidence.tables import findings, findings_markdown, table_markdown
 
@@ -19,7 +20,7 @@ WORDS = "hello how are you doing today fine thanks what about the weather is nic
 
 
 def compare_main(*args) -> tuple[int, str, str]:
-    from synthformer.evidence.compare import main
+    from synthformer.cli.compare import main
 
     return run_in_process(main, *args)
 
@@ -344,7 +345,7 @@ def test_compare_section_of_a_config_file(dialogue, tmp_path):
 
 
 def test_demo_runs_two_seeds_and_user_arguments_win():
-    from synthformer.evidence.compare import build_parser
+    from synthformer.cli.compare import build_parser
     from synthformer.cli.demo import demo_argv
 
     args, rest = build_parser().parse_known_args(demo_argv([]))

@@ -62,7 +62,7 @@ def test_table5_reuse_fine_tunes_table4s_runs_and_refuses_other_settings(tmp_pat
     score only), a seed from its run folder (fine-tuning needs the weights); table5 pretrains nothing itself,
     and refuses a run of other settings or model, a folder with no table4 grid, and --reuse for other names."""
     from synthformer.errors import SynthformerError
-    from synthformer.evidence.suite import _pretrain
+    from synthformer.evidence.grid import reused
     from synthformer.reproduce import reproduce as run_reproduce, table4, table5
     from synthformer.reproduce.index import grid_folders
     from synthformer.training.config import TrainConfig
@@ -90,10 +90,10 @@ def test_table5_reuse_fine_tunes_table4s_runs_and_refuses_other_settings(tmp_pat
     train = {k: v for k, v in result["train"].items() if k in {f.name for f in dataclasses.fields(TrainConfig)}}
     cfg = TrainConfig(**{**train, "batch_size": train["batch_size"] + 1, "out": str(tmp_path / "mine")})
     with pytest.raises(SynthformerError, match="batch_size"):
-        _pretrain(cfg, {"attention": "V"}, None, "V", print, theirs=grid / "V")
+        reused(grid / "V", None, cfg, {"attention": "V"})
     cfg = dataclasses.replace(cfg, batch_size=train["batch_size"])
-    with pytest.raises(SynthformerError, match="trained another model: embed_dim"):
-        _pretrain(cfg, {"attention": "V", "embed_dim": 24}, None, "V", print, theirs=grid / "V")
+    with pytest.raises(SynthformerError, match="trained with other settings: embed_dim"):
+        reused(grid / "V", None, cfg, {"attention": "V", "embed_dim": 24})
     for args, needle in [(("table5", "--reuse", tmp_path / "none"), "no readable reproduce.json there"),
                          (("table5", "--reuse", t5), "holds table5 at budget smoke; table5 reuses table4"),
                          (("table2", "--reuse", t4), "table2 reuses no other reproduction's runs")]:

@@ -23,27 +23,30 @@ waits for it.
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import json
-import math
 import sys
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .cells import cell_file, cells_wall_s, curve, load_cell, save_cell
+from ..errors import SynthformerError
+from ..mixers.registry import check_slot
+from ..training.lock import RunLock
+from ..utils.integrity import atomic_write_json, atomic_write_text
+from ..utils.jsonl import read_json
+from ..utils.stats import is_number
+from .cells import cells_wall_s, curve
 from .judge import gate_note
 from .paper.claims import check_kind, select as select_claims
-from ..utils.stats import stat
-from ..errors import SynthformerError
-from ..utils.integrity import atomic_write_json, atomic_write_text
-from ..training.lock import LOCK_FILE, RunLock
-from ..mixers.registry import check_slot, display_name
-from .paper.numbers import LABEL, TASK_KINDS, task_kind
+from .grid import INTERIM, SETTINGS, Cell, Grid, Unfinished, check_settings, record_settings, run_folder, seed_list
+from .paper.numbers import LABEL, task_kind
+from .rows import aggregate, gate_line, shape_text, variant_name, with_floor
 from .speed import add_speed, speed_note
 from .tables import floor_line, findings, findings_markdown, table_markdown, tuning_markdown
-from .tuning import TuneConfig, make_tune, sweep, untuned, winner_run
+from ..tasks.metrics import scalars
+from .tuning import TuneConfig, sweep, untuned, winner_run
 
 # The paper's Table 2 variants plus its strongest convolutional baseline (Table 4).
 DEFAULT_VARIANTS = ("V", "Fix", "R", "FR", "D", "FD", "R+V", "D+V", "dynamicconv")
@@ -61,23 +64,7 @@ class CompareError(SynthformerError):
     """Bad input to a comparison (seeds, the compare section of a config, a run folder of other settings)."""
 
 
-# Keys of a config file's `compare:` section (the rest of the file is TrainConfig / ModelConfig).
-COMPARE_KEYS = ("variants", "seeds", "task_kind", "claims", "tune", "gate")
-SETTINGS = "settings.json"  # what a folder's results were (or are being) computed with
 FLOOR = "floor.json"  # the floor row of the comparison's data (computed once)
-INTERIM = "interim.json"  # an interim report's results (findings of the finished variants), beside interim.md
-
-
-def variant_name(spec: str) -> str:
-    """Canonical display name: the paper's short spec ("R+V") or a baseline mixer name."""
-    return display_name(spec)
-
-
-def seed_list(seed: int, seeds: int) -> list[int]:
-    """The seeds of a comparison: seed, seed+1, ..., seeds of them."""
-    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
-        raise CompareError(f"--seeds={seeds} must be an integer >= 1 (the number of seeds per variant)")
-    return [seed + k for k in range(seeds)]
 
 
 def default_seeds(eval_items: int) -> int:
@@ -96,64 +83,6 @@ def eval_items(data, cfg) -> int:
     return min(n, cfg.final_eval_batches * cfg.batch_size) if cfg.final_eval_batches else n
 
 
-def run_folder(out: Path, name: str, seed: int, seeds: int) -> Path:
-    """out/<variant> with one seed (as before seeds existed); out/<variant>-seed<S> with several."""
-    return out / name if seeds == 1 else out / f"{name}-seed{seed}"
-
-
-# ----------------------------------------------------------------------------- the settings of a folder
-def _flat(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) and v else {f"{prefix}{k}": v})
-    return out
-
-
-def read_json(file: Path, error=CompareError, fix: str = "choose another --out"):
-    """A JSON file of a run folder; a damaged one is a one-line `error` naming it."""
-    try:
-        return json.loads(Path(file).read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise error(f"{file} is damaged (not JSON); {fix}") from None
-
-
-def check_settings(folder: Path, settings: dict, error=CompareError, record: bool = True) -> bool:
-    """Record the settings `folder`'s results are made with, or check them against those recorded;
-    True when the folder holds finished results (results.json) made with these settings.
-
-    Refused (`error`, one line): a folder run with other settings (naming the keys that differ), and
-    results or runs without a settings file -- reusing either would report numbers of another
-    configuration under this one's name. A setting the stored file lacks counts as None: a config field
-    added since, with a None default, still matches folders recorded before it (as `check_cell` does
-    for runs). `compare` and `reproduce` share this check. With `record`
-    false a new folder's settings are left to `record_settings` (once its inputs proved good)."""
-    settings = json.loads(json.dumps(settings))  # as stored: tuples -> lists
-    file, done = folder / SETTINGS, folder / "results.json"
-    if file.exists():
-        stored = read_json(file, error, f"choose another --out (or delete {folder} to start over)")
-        theirs, mine = _flat(stored), _flat(settings)
-        diff = ", ".join(f"{k} {theirs.get(k)} (now {mine.get(k)})" for k in sorted(theirs.keys() | mine.keys())
-                         if theirs.get(k) != mine.get(k))
-        if diff:
-            raise error(f"{folder} was run with other settings: {diff}; rerun with those settings or choose another "
-                        f"--out (or delete {folder} to start over)")
-        return done.exists()
-    if done.exists():
-        raise error(f"{folder} holds results without the {SETTINGS} they were made with; choose another --out "
-                    f"(or delete {folder} to start over)")
-    if folder.is_dir() and any(p.name != LOCK_FILE for p in folder.iterdir()):
-        raise error(f"{folder} is not empty and holds no {SETTINGS} (runs of unknown settings); choose another --out")
-    if record:
-        record_settings(folder, settings)
-    return False
-
-
-def record_settings(folder: Path, settings: dict) -> None:
-    """Write ``folder/settings.json`` (see `check_settings`)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(folder / SETTINGS, json.dumps(settings, indent=1))
-
-
 def _open_folder(out: Path) -> None:
     """Create `out` (one line, not a traceback, when it is a file or cannot be created)."""
     if out.exists() and not out.is_dir():
@@ -162,66 +91,6 @@ def _open_folder(out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise CompareError(f"--out {out}: cannot create it ({e.strerror}); choose another --out") from None
-
-
-# ----------------------------------------------------------------------------- result rows
-SKIP_INTERVAL = ("eval_tokens", "masked_tokens", "count", "decoded")  # counts, not measurements
-
-
-def intervals(per_seed: list[dict]) -> dict:
-    """{metric: [lo, hi]}: the 95% interval of every metric of a variant, combining the per-seed
-    bootstrap standard errors ("<metric>_se") with the spread over seeds (`stats.combine`); perplexity's
-    is the loss's mapped through exp (it stays positive however far apart the seeds are)."""
-    from ..utils.stats import combine
-
-    out = {}
-    for k, v in per_seed[0]["metrics"].items():
-        if k.endswith("_se") or k in SKIP_INTERVAL or not _number(v):
-            continue
-        seeds = [r["metrics"] for r in per_seed if _number(r["metrics"].get(k))]
-        if not seeds or not all(math.isfinite(m[k]) for m in seeds):
-            continue  # a diverged seed (inf perplexity): no interval
-        ses = [m.get(f"{k}_se") for m in seeds]
-        _, lo, hi = combine([m[k] for m in seeds], [s if _number(s) and math.isfinite(s) else None for s in ses])
-        if math.isfinite(lo) and math.isfinite(hi):  # one seed without an item SE has none (NaN)
-            out[k] = [lo, hi]
-    if "ppl" in out and "loss" in out:  # ppl = exp(loss): a t-interval of ppl itself can reach below 0
-        out["ppl"] = [math.exp(v) for v in out["loss"]]
-    return out
-
-
-def _number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def mean_std(per_seed: list[dict], keys) -> tuple[dict, dict]:
-    """({key: mean over seeds}, {key: sample std, None with one seed}) of the per-seed "metrics" `keys`."""
-    mean, std = {}, {}
-    for k in keys:
-        s = stat([r["metrics"][k] for r in per_seed if _number(r["metrics"].get(k))])
-        mean[k], std[k] = (s.mean, s.std) if s else (None, None)
-    return mean, std
-
-
-def aggregate(name: str, per_seed: list[dict]) -> dict:
-    """One result row of a variant from its per-seed rows: the mean of every numeric metric (and
-    tokens/s, time) in "metrics"/"tokens_per_s", the sample std beside it (None with one seed),
-    the 95% interval of every metric ("interval") and the per-seed rows under "seeds"."""
-    mean, std = mean_std(per_seed, [k for k, v in per_seed[0]["metrics"].items() if _number(v)])
-    tps = stat([r["tokens_per_s"] for r in per_seed])
-    first = per_seed[0]
-    return {"variant": name, "params": first["params"], "metrics": mean, "metrics_std": std,
-            "interval": intervals(per_seed), "tokens_per_s": tps.mean, "tokens_per_s_std": tps.std,
-            "train_time_s": stat([r["train_time_s"] for r in per_seed]).mean, "tokens": first["tokens"],
-            "n_seeds": len(per_seed), "run": first["run"], "runs": [r["run"] for r in per_seed],
-            "seeds": [{k: r.get(k) for k in ("seed", "metrics", "valid_metrics", "tokens_per_s", "hardware",
-                                             "train_time_s", "tokens", "run")} for r in per_seed],
-            "model": first["model"], "train": first["train"]}
-
-
-def with_floor(results: dict) -> list[dict]:
-    """The rows claims and tables read: the variants, then the floor row when there is one."""
-    return results["variants"] + ([results["floor"]] if results.get("floor") else [])
 
 
 # ----------------------------------------------------------------------------- the comparison
@@ -272,96 +141,91 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     for name in names:
         check_slot(name, causal=causal, field="variants")
     if seeds is not None:
-        seed_list(base.seed, seeds)
+        seed_list(base.seed, seeds, CompareError)
     kind = check_kind(kind) if kind else task_kind(base.task, base.data)
     chosen = select_claims(claims)  # unknown claim / table names fail before any work too
     out = Path(out)
     settings = {"variants": names, "train": {k: v for k, v in base.to_dict().items() if k not in RESUME_FREE},
                 "model": dict(model_overrides), "seeds": "auto" if seeds is None else seeds,
                 "tune": tune.to_dict() if tune else None, **({"gate": names[0]} if gate else {})}
+    plan = _Plan(tuple(names), base, dict(model_overrides), out, seeds, kind, chosen, tune, settings,
+                 None if only is None else tuple(only), sweeps_from, gate is not None)
     if interim:
         if only is not None:
             raise CompareError("interim reports the finished variants and trains none: drop `only`")
         if not (out / SETTINGS).exists():
             raise CompareError(f"{out} holds no comparison yet (no {SETTINGS}): nothing to report; start it first")
-        if check_settings(out, settings, record=False):
+        if check_settings(out, settings, CompareError, record=False):
             log(f"{out}: finished, see {out / 'table.md'}")
-            return read_json(out / "results.json")
-        return _run(names, base, dict(model_overrides), out, log, seeds, kind, chosen, tune, settings, interim=True,
-                    gate=gate is not None)
+            return read_json(out / "results.json", CompareError, f"delete {out} to start over")
+        return _run(replace(plan, only=None), log, interim=True)
     created = not out.exists()
     _open_folder(out)
     try:
         with RunLock(out):  # `train --out X` and `compare --out X` exclude each other
-            if check_settings(out, settings, record=False):
+            if check_settings(out, settings, CompareError, record=False):
                 if not reuse:
                     raise CompareError(f"{out} already holds a finished comparison (results.json); choose another "
                                        "--out")
                 log(f"{out}: finished earlier, reusing {out / 'results.json'}")
-                return read_json(out / "results.json")
-            return _run(names, base, dict(model_overrides), out, log, seeds, kind, chosen, tune, settings, only,
-                        sweeps_from=sweeps_from, gate=gate is not None)
+                return read_json(out / "results.json", CompareError, f"delete {out} to start over")
+            return _run(plan, log)
     finally:
         if created and not (out / SETTINGS).exists():  # failed before anything was recorded (e.g. bad data)
             with contextlib.suppress(OSError):
                 out.rmdir()
 
 
-def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen, tune, settings,
-         only=None, interim: bool = False, sweeps_from: Path | None = None, gate: bool = False) -> dict | None:
+@dataclass(frozen=True)
+class _Plan:
+    """One comparison, resolved and checked: what `_run` trains and reports."""
+    names: tuple[str, ...]
+    base: object  # the TrainConfig every variant starts from
+    model: dict  # ModelConfig overrides of every variant (without "attention")
+    out: Path
+    seeds: int | None  # None: from the validation split's size (`default_seeds`)
+    kind: str  # the task kind whose paper columns and claims the report shows
+    claims: tuple  # the claims checked
+    tune: TuneConfig | None
+    settings: dict  # settings.json
+    only: tuple[str, ...] | None = None
+    sweeps_from: Path | None = None
+    gate: bool = False
+
+
+def _run(plan: _Plan, log, interim: bool = False) -> dict | None:
     from ..training.plan import prepare
 
-    t0 = time.time()
-    data = prepare(base, model_overrides, log=log)  # one tokenizer and encoding for all
+    t0, base, out, names = time.time(), plan.base, plan.out, plan.names
+    data = prepare(base, plan.model, log=log)  # one tokenizer and encoding for all
+    seeds = plan.seeds
     if seeds is None:
         items = eval_items(data, base)
         seeds = default_seeds(items)
         log(f"{seeds} seeds per variant (validation: {items} items; {SMALL_EVAL_SEEDS} seeds under {SMALL_EVAL})")
-    seed_values_ = seed_list(base.seed, seeds)
     if not (out / SETTINGS).exists():
-        record_settings(out, settings)  # the data loaded: from here on the folder holds this comparison
-    log(f"{out}: {', '.join(names)} x {seeds} seed(s)" + (", each after the same learning-rate sweep" if tune else ""))
-    cell = _Cells(out, data, log, reuse_only=interim, sweeps_from=sweeps_from)
-    rows, pending, gated = [], [], None
-    total = len(names) * seeds
+        record_settings(out, plan.settings)  # the data loaded: from here on the folder holds this comparison
+    log(f"{out}: {', '.join(names)} x {seeds} seed(s)"
+        + (", each after the same learning-rate sweep" if plan.tune else ""))
+    grid = Grid(out, log, interim=interim)
+    rows, pending, gated, chosen = [], [], None, plan.claims
     for i, name in enumerate(names):
-        if only is not None and name not in only:
+        if plan.only is not None and name not in plan.only:
             continue
         try:
-            if tune:
-                tuned, scores = sweep(name, base, model_overrides, out, tune,
-                                      lambda c, o, tag: cell.train(c, o, tag, candidate=True), log)
-            else:
-                tuned, scores = untuned(base), []
-            per_seed = []
-            for j, seed in enumerate(seed_values_):
-                tag = f"[{i * seeds + j + 1}/{total}] {name}" + (f" seed {seed}" if seeds > 1 else "")
-                run = run_folder(out, name, seed, seeds)
-                cfg = dataclasses.replace(base, **tuned, out=str(run), seed=seed)
-                result = cell.train(cfg, {**model_overrides, "attention": name}, tag,
-                                    continue_from=winner_run(scores, base) if j == 0 else None)
-                # with eval_test the test split is what is reported and judged (the sweep chose on validation)
-                per_seed.append({"seed": seed, "params": result["params"],
-                                 "metrics": _plain(result["test"] if base.eval_test else result["valid"]),
-                                 "valid_metrics": _plain(result["valid"]),
-                                 "tokens_per_s": result["tokens_per_s"], "hardware": result.get("hardware"),
-                                 "train_time_s": result["train_time_s"],
-                                 "tokens": result["tokens"], "run": str(run), "model": result["model"],
-                                 "train": result["train"]})
-                log(f"{tag}: {_summary(per_seed[-1], base.task)}  ({time.time() - t0:.0f}s so far)")
-        except _Unfinished as e:  # interim only: this variant waits
+            rows.append(_variant_row(plan, grid, data, i, name, seeds, t0, log))
+        except Unfinished as e:  # interim only: this variant waits
             log(f"{name}: not finished ({e})")
             pending.append(name)
             continue
-        rows.append({**aggregate(name, per_seed), "tuned": tuned, "sweep": scores})
-        if gate and i == 0 and only is None and len(names) > 1:
-            floor = _floor(out, base.task, kind, data, log, "test" if base.eval_test else "valid")
-            note = gate_note(rows[0], [floor] if floor else [], kind, chosen)
+        if plan.gate and i == 0 and plan.only is None and len(names) > 1:
+            floor = _floor(out, base.task, plan.kind, data, log, "test" if base.eval_test else "valid")
+            note = gate_note(rows[0], [floor] if floor else [], plan.kind, chosen)
             if note:
-                gated = {"by": name, "skipped": names[1:], "note": note}
+                gated = {"by": name, "skipped": list(names[1:]), "note": note}
                 log(f"{name} did not clear the floor ({note}): {', '.join(names[1:])} not trained (the grid's gate)")
                 break
-    if only is not None:  # a share of the grid: its cells are written, the results need every variant's
+    if plan.only is not None:  # a share of the grid: its cells are written, the results need every variant's
         return None
     speed = None
     if interim:
@@ -372,110 +236,48 @@ def _run(names, base, model_overrides: dict, out: Path, log, seeds, kind, chosen
         # once they are timed alike, at the end (`synthformer.evidence.speed`)
         chosen = tuple(c for c in chosen if not {c.subject, *c.others} & set(pending) and c.metric != "tokens_per_s")
     else:
-        speed = add_speed(rows, base, model_overrides, data, out, log)
+        speed = add_speed(rows, base, plan.model, data, out, log)
     split = "test" if base.eval_test else "valid"
-    floor = _floor(out, base.task, kind, data, log, split)
-    results = {"task": base.task, "kind": kind, "data": base.data, "split": split, "seeds": seed_values_,
-               "variants": rows,
-               "floor": floor, "tuning": tune.to_dict() if tune else None, "paper_label": LABEL,
+    floor = _floor(out, base.task, plan.kind, data, log, split)
+    results = {"task": base.task, "kind": plan.kind, "data": base.data, "split": split,
+               "seeds": seed_list(base.seed, seeds), "variants": rows,
+               "floor": floor, "tuning": plan.tune.to_dict() if plan.tune else None, "paper_label": LABEL,
                "wall_s": max(time.time() - t0, cells_wall_s(out)), "command": sys.argv,
                "created": time.strftime("%Y-%m-%d %H:%M:%S"), **({"pending": pending} if interim else {}),
                **({"gated": gated} if gated else {}), **({"speed": speed} if speed else {})}
-    results["findings"] = findings(with_floor(results), kind, chosen, gated)
+    results["findings"] = findings(with_floor(results), plan.kind, chosen, gated)
     _write_report(out, base, results, log)
     return results
 
 
-class _Unfinished(Exception):
-    """A run an interim report needs has not finished (`compare(interim=True)`)."""
-
-
-class _Cells:
-    """Train or reuse one run of a comparison (a variant's seed, or a tuning candidate); every finished
-    run is also kept as its cell (`synthformer.evidence.cells`), which stands in for a run folder that is absent.
-    With `reuse_only` (an interim report) nothing is trained or written: a run not finished raises
-    `_Unfinished`. With `sweeps_from`, a sweep candidate finished there is taken (and kept as a cell here)."""
-
-    def __init__(self, out: Path, data, log, reuse_only: bool = False, sweeps_from: Path | None = None):
-        self.out, self.data, self.log, self.reuse_only = out, data, log, reuse_only
-        self.sweeps_from = sweeps_from
-
-    def train(self, cfg, model_overrides: dict, tag: str, candidate: bool = False,
-              continue_from: Path | None = None) -> dict:
-        """The result of run ``cfg.out``: read from its done.json when it finished (with these
-        settings, else refused), or from its cell when the run folder is absent, or (a sweep
-        `candidate`) from `sweeps_from`; otherwise trained (resumed from its checkpoint when it started;
-        a new one continuing run `continue_from`, the sweep's winner, when given)."""
-        from ..training.runs import read_done
-        from ..training.loop import train
-
-        run = Path(cfg.out)
-        if (run / "done.json").exists():
-            result = read_done(run)  # verified against the run manifest; one line when damaged
-            check_cell(run, result, cfg, model_overrides)
-            self.log(f"{tag}: finished earlier, reusing {run}")
-            if self.reuse_only:
-                return result
-        elif not run.exists() and (kept := load_cell(self.out, run)) is not None:
-            result = kept["result"]
-            check_cell(cell_file(self.out, run), result, cfg, model_overrides)
-            self.log(f"{tag}: finished earlier, reusing its cell {cell_file(self.out, run)}")
-            return result
-        elif self.reuse_only:
-            raise _Unfinished(f"{tag} has not finished")
-        elif candidate and self.sweeps_from is not None and (result := reused(
-                theirs := self.sweeps_from / run.relative_to(self.out), self.sweeps_from, cfg,
-                model_overrides)) is not None:
-            self.log(f"{tag}: finished in {self.sweeps_from}, reusing it")
-            save_cell(self.out, run, result, curve(self.sweeps_from, theirs))
-            return result
-        else:
-            resume = (run / "config.json").exists()
-            data = None if resume else self.data  # resuming: train reads the run's own tokenizer and data
-            source = None if resume else continue_from
-            if source is not None:
-                self.log(f"{tag}: the same training as the sweep's winner {source}: continuing it (this seed's "
-                         "own evaluation only)")
-            result = train(dataclasses.replace(cfg, resume=resume), model_overrides, data=data, label=tag,
-                           log=self.log, continue_from=source)
-        save_cell(self.out, run, result)
-        return result
-
-
-def reused(theirs: Path, cells: Path | None, cfg, model_overrides: dict) -> dict | None:
-    """The result of run `theirs`, the counterpart of ``cfg.out`` in another folder of the same settings, when
-    it finished there: its done.json, or (given `cells`, that folder) its cell; None when it has not. Checked
-    to have been trained with `cfg` and with `model_overrides`' model: one error naming what differs."""
-    from ..training.runs import read_done
-
-    if (theirs / "done.json").exists():
-        result = read_done(theirs)
-    elif cells is not None and (kept := load_cell(cells, theirs)) is not None:
-        result = kept["result"]
+def _variant_row(plan: _Plan, grid: Grid, data, i: int, name: str, seeds: int, t0: float, log) -> dict:
+    """One variant's row: its sweep (when tuned), then its seeds, each a cell of the grid."""
+    base, out, model = plan.base, plan.out, {**plan.model, "attention": name}
+    if plan.tune:
+        def candidate(c, o, tag):
+            theirs = plan.sweeps_from / Path(c.out).relative_to(out) if plan.sweeps_from else None
+            return grid.result(Cell(c, o, tag, data=lambda: data, theirs=theirs, their_grid=plan.sweeps_from))
+        tuned, scores = sweep(name, base, plan.model, out, plan.tune, candidate, log)
     else:
-        return None
-    check_cell(theirs, result, cfg, model_overrides)
-    model = result.get("model") or {}
-    other = [f"{k} {model.get(k)} (now {v})" for k, v in model_overrides.items() if model.get(k) != v]
-    if other:
-        raise CompareError(f"{theirs} trained another model: {', '.join(other)}; reuse a folder of the same settings")
-    return result
-
-
-def check_cell(run: Path, result: dict, cfg, model_overrides: dict) -> None:
-    """A finished run (its folder ``run``, or its cell file) is reused only when it was trained with the
-    config this comparison asks of it (its checkpoint cadence aside, `RESULT_FREE`)."""
-    from ..training.loop import RESULT_FREE
-
-    theirs = {k: v for k, v in (result.get("train") or {}).items() if k not in RESULT_FREE}
-    mine = json.loads(json.dumps({k: v for k, v in cfg.to_dict().items() if k not in RESULT_FREE}))
-    diff = [f"{k} {theirs.get(k)} (now {mine.get(k)})" for k in sorted(theirs.keys() | mine.keys())
-            if theirs.get(k) != mine.get(k)]
-    if (result.get("model") or {}).get("attention") != model_overrides["attention"]:
-        diff.append(f"attention {(result.get('model') or {}).get('attention')} (now {model_overrides['attention']})")
-    if diff:
-        raise CompareError(f"{run} was trained with other settings: {', '.join(diff)}; choose another --out "
-                           f"(or delete {run} to train it again)")
+        tuned, scores = untuned(base), []
+    total, cells = len(plan.names) * seeds, []
+    for j, seed in enumerate(seed_list(base.seed, seeds)):
+        tag = f"[{i * seeds + j + 1}/{total}] {name}" + (f" seed {seed}" if seeds > 1 else "")
+        cfg = dataclasses.replace(base, **tuned, out=str(run_folder(out, name, seed, seeds)), seed=seed)
+        cells.append(Cell(cfg, model, tag, data=lambda: data,
+                          continue_from=winner_run(scores, base) if j == 0 else None))
+    per_seed = []
+    for cell, (run, result) in zip(cells, grid.run_all(cells)):
+        # with eval_test the test split is what is reported and judged (the sweep chose on validation)
+        per_seed.append({"seed": cell.cfg.seed, "params": result["params"],
+                         "metrics": scalars(result["test"] if base.eval_test else result["valid"]),
+                         "valid_metrics": scalars(result["valid"]),
+                         "tokens_per_s": result["tokens_per_s"], "hardware": result.get("hardware"),
+                         "train_time_s": result["train_time_s"],
+                         "tokens": result["tokens"], "run": str(run), "model": result["model"],
+                         "train": result["train"]})
+        log(f"{cell.label}: {_summary(per_seed[-1], base.task)}  ({time.time() - t0:.0f}s so far)")
+    return {**aggregate(name, per_seed), "tuned": tuned, "sweep": scores}
 
 
 def _floor(out: Path, task: str, kind: str, data, log, split: str = "valid") -> dict | None:
@@ -485,12 +287,12 @@ def _floor(out: Path, task: str, kind: str, data, log, split: str = "valid") -> 
 
     file = out / FLOOR
     if file.exists():
-        return read_json(file, fix=f"delete {file} to compute it again").get("row")
+        return read_json(file, CompareError, f"delete {file} to compute it again").get("row")
     row = floor_row(task, data, split, kind=kind)
     atomic_write_text(file, json.dumps({"row": row}, indent=1))
     if row:
         log(f"floor ({row.get('name')}): " + ", ".join(f"{k} {v:.4g}" for k, v in row["metrics"].items()
-                                                      if _number(v)))
+                                                      if is_number(v)))
     return row
 
 
@@ -534,117 +336,9 @@ def _write_report(out: Path, base, results: dict, log) -> None:
     log(f"wrote {out / 'table.md'}, {out / 'curves.png'}, {out / 'results.json'} ({results['wall_s']:.0f}s)")
 
 
-def shape_text(model: dict) -> str:
-    """A trained model's size in words (its resolved ModelConfig), e.g. "d=128, 3 + 3 layers, 4 heads, FFN 512"."""
-    layers = model.get("num_layers")
-    if model.get("kind") == "seq2seq":
-        layers = f"{layers} + {model.get('num_decoder_layers') or layers}"
-    return f"d={model.get('embed_dim')}, {layers} layers, {model.get('num_heads')} heads, FFN {model.get('ffn_dim')}"
-
-
-def gate_line(gated: dict) -> str:
-    """One line on a comparison its gate stopped (`compare`'s `gate`)."""
-    return (f"Stopped after {gated['by']}, the grid's gate: {gated['note']}. Not trained at this budget: "
-            f"{', '.join(gated['skipped'])}; every claim naming them is inconclusive (a claim is not learned until "
-            "its variants beat the floor).")
-
-
-def _plain(metrics: dict | None) -> dict:
-    return {k: v for k, v in (metrics or {}).items() if not isinstance(v, (list, dict))}
-
-
 def _summary(row: dict, task: str) -> str:
     m = row["metrics"]
     shown = ", ".join(f"{k} {m[k]:.3g}" for k in ("ppl", "bleu", "rougeL", "accuracy") if k in m)
     return f"{shown}, {row['params']:,} params, {row['tokens_per_s']:,.0f} tokens/s"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="synthformer compare", description=__doc__.split("\n\n")[0],
-        epilog="Any other --key=value is a TrainConfig / ModelConfig option applied to every variant "
-               f"(see `synthformer train --help`). Defaults: {DEFAULTS}")
-    p.add_argument("--variants", default=None,
-                   help="comma-separated: synthesizer specs (V, Fix, R, FR, D, FD, R+V, D+V, R+D, ...) "
-                        "and baselines (dynamicconv, lightconv, linformer)")
-    p.add_argument("--task", help=f"lm | seq2seq | classify | mlm (default {DEFAULTS['task']})")
-    p.add_argument("--data", help=f"source name or data file (default {DEFAULTS['data']})")
-    p.add_argument("--preset", help=f"model size: tiny | small | base (default {DEFAULTS['preset']})")
-    p.add_argument("--steps", type=int, help=f"optimizer steps per variant (default {DEFAULTS['steps']})")
-    p.add_argument("--device", help="auto | cpu | cuda | cuda:N | mps (default auto)")
-    p.add_argument("--seed", type=int, help=f"first seed (default {DEFAULTS['seed']})")
-    p.add_argument("--seeds", type=int, help=f"train every variant this many times, seeds s, s+1, ... (default "
-                                             f"{DEFAULT_SEEDS}; {SMALL_EVAL_SEEDS} when the validation split has "
-                                             f"under {SMALL_EVAL} items); the table shows means and 95%% intervals")
-    p.add_argument("--tune", action="store_true",
-                   help="before its runs, give every variant the same learning-rate sweep on the validation split "
-                        "(synthformer.evidence.tuning: lr x0.5/1/2/4, table multiplier 1/10, a quarter of the steps each, "
-                        "and up to two steps beyond an edge lr that wins); "
-                        "the chosen values are used for every seed and reported")
-    p.add_argument("--gate", action="store_true",
-                   help="train the first variant first and, when it beats the floor on no claim the floor gates, "
-                        "stop there: the rest would be 'not learned' at this budget too")
-    p.add_argument("--task-kind", dest="task_kind",
-                   help=f"which paper benchmark the task stands in for: {' | '.join(TASK_KINDS)} "
-                        "(default: from --task and --data)")
-    p.add_argument("--claims", help="comma-separated claim or table names to check (default: all of the "
-                                    "task kind), e.g. 'Table 2' or t2-lm1b-fix-vs-r")
-    p.add_argument("--out", help="run folder (default runs/compare-<timestamp>); rerun with it to continue")
-    p.add_argument("--config", help="YAML file of TrainConfig / ModelConfig overrides, plus an optional "
-                                    f"`compare:` section ({', '.join(COMPARE_KEYS)}; tune: true or a mapping of "
-                                    "synthformer.evidence.tuning.TuneConfig fields)")
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of `synthformer compare` (errors: one line, exit status 2)."""
-    from ..training.overrides import UsageError, apply_overrides, split_cli_overrides
-
-    parser = build_parser()
-    args, rest = parser.parse_known_args(argv)
-    try:
-        section, items = _read_config(args.config)
-        train_over, model_over = apply_overrides(items + split_cli_overrides(rest))
-        for key in ("task", "data", "preset", "steps", "device", "seed"):
-            if getattr(args, key) is not None:
-                train_over[key] = getattr(args, key)
-        if "attention" in model_over:
-            raise UsageError("set the variants with --variants, not --attention")
-        spec = args.variants if args.variants is not None else section.get("variants", ",".join(DEFAULT_VARIANTS))
-        variants = [v.strip() for v in (spec.split(",") if isinstance(spec, str) else spec) if str(v).strip()]
-        if not variants:
-            raise UsageError("--variants is empty")
-        seeds = args.seeds if args.seeds is not None else section.get("seeds")
-        claims = args.claims if args.claims is not None else section.get("claims")
-        if isinstance(claims, str):
-            claims = [c for c in claims.split(",") if c.strip()]
-        tune = make_tune(True if args.tune else section.get("tune"))
-        out = Path(args.out or Path("runs") / f"compare-{time.strftime('%Y%m%d-%H%M%S')}")
-        gate = variants[0] if args.gate or section.get("gate") else None
-        compare(variants, train_over, model_over, out, seeds=seeds,
-                kind=args.task_kind or section.get("task_kind"), claims=claims, tune=tune, gate=gate)
-    except SynthformerError as e:
-        print(f"synthformer compare: error: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 2
-    return 0
-
-
-def _read_config(config: str | None) -> tuple[dict, list]:
-    """(the `compare:` section, the other (key, value, from_text) items) of a config file, read once."""
-    if not config:
-        return {}, []
-    from ..training.overrides import find_config_file, read_config_file
-
-    items = read_config_file(config)
-    section = next((value for key, value, _ in items if key == "compare"), None) or {}
-    if not isinstance(section, dict):
-        raise CompareError(f"{find_config_file(config)}: `compare:` must be a mapping of {', '.join(COMPARE_KEYS)}")
-    unknown = [k for k in section if k not in COMPARE_KEYS]
-    if unknown:
-        raise CompareError(f"{find_config_file(config)}: unknown key(s) {unknown} in `compare:`; valid: "
-                           f"{', '.join(COMPARE_KEYS)}")
-    return section, [item for item in items if item[0] != "compare"]
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,12 +1,12 @@
 """Result rows: a variant's per-seed results aggregated into one row (means, seed spread, 95% intervals),
 the floor row beside them, and the few words every report uses about a row. `compare`, the fine-tuning
-suite and `reproduce` build and read rows with these; the judging rule reads them (`synthformer.evidence.claims`)."""
+suite and `reproduce` build and read rows with these; the judging rule reads them (`synthformer.evidence.judge`)."""
 from __future__ import annotations
 
 import math
 
 from ..mixers.registry import display_name
-from ..utils.stats import stat
+from ..utils.stats import combine, is_number, mean_std, stat
 
 
 def variant_name(spec: str) -> str:
@@ -21,17 +21,15 @@ def intervals(per_seed: list[dict]) -> dict:
     """{metric: [lo, hi]}: the 95% interval of every metric of a variant, combining the per-seed
     bootstrap standard errors ("<metric>_se") with the spread over seeds (`stats.combine`); perplexity's
     is the loss's mapped through exp (it stays positive however far apart the seeds are)."""
-    from ..utils.stats import combine
-
     out = {}
     for k, v in per_seed[0]["metrics"].items():
-        if k.endswith("_se") or k in SKIP_INTERVAL or not _number(v):
+        if k.endswith("_se") or k in SKIP_INTERVAL or not is_number(v):
             continue
-        seeds = [r["metrics"] for r in per_seed if _number(r["metrics"].get(k))]
+        seeds = [r["metrics"] for r in per_seed if is_number(r["metrics"].get(k))]
         if not seeds or not all(math.isfinite(m[k]) for m in seeds):
             continue  # a diverged seed (inf perplexity): no interval
         ses = [m.get(f"{k}_se") for m in seeds]
-        _, lo, hi = combine([m[k] for m in seeds], [s if _number(s) and math.isfinite(s) else None for s in ses])
+        _, lo, hi = combine([m[k] for m in seeds], [s if is_number(s) and math.isfinite(s) else None for s in ses])
         if math.isfinite(lo) and math.isfinite(hi):  # one seed without an item SE has none (NaN)
             out[k] = [lo, hi]
     if "ppl" in out and "loss" in out:  # ppl = exp(loss): a t-interval of ppl itself can reach below 0
@@ -39,24 +37,11 @@ def intervals(per_seed: list[dict]) -> dict:
     return out
 
 
-def _number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def mean_std(per_seed: list[dict], keys) -> tuple[dict, dict]:
-    """({key: mean over seeds}, {key: sample std, None with one seed}) of the per-seed "metrics" `keys`."""
-    mean, std = {}, {}
-    for k in keys:
-        s = stat([r["metrics"][k] for r in per_seed if _number(r["metrics"].get(k))])
-        mean[k], std[k] = (s.mean, s.std) if s else (None, None)
-    return mean, std
-
-
 def aggregate(name: str, per_seed: list[dict]) -> dict:
     """One result row of a variant from its per-seed rows: the mean of every numeric metric (and
     tokens/s, time) in "metrics"/"tokens_per_s", the sample std beside it (None with one seed),
     the 95% interval of every metric ("interval") and the per-seed rows under "seeds"."""
-    mean, std = mean_std(per_seed, [k for k, v in per_seed[0]["metrics"].items() if _number(v)])
+    mean, std = mean_std(per_seed, [k for k, v in per_seed[0]["metrics"].items() if is_number(v)])
     tps = stat([r["tokens_per_s"] for r in per_seed])
     first = per_seed[0]
     return {"variant": name, "params": first["params"], "metrics": mean, "metrics_std": std,

@@ -23,7 +23,7 @@ The evidence rules of DESIGN.md section 7 apply as in `synthformer.evidence.comp
 - with `reuse` (a comparison folder of the same MLM pretraining, e.g. table4's grid) its finished runs stand
   in for this suite's: a sweep candidate by its run folder or its cell (the sweep needs the score only), a
   seed's pretraining by its run folder (fine-tuning needs the weights); each is checked to have this
-  suite's settings and model (`compare.reused`), a mismatch is one error;
+  suite's settings and model (`synthformer.evidence.grid.check_cell`), a mismatch is one error;
 - ``T5 Base+`` (`BASE_PLUS`) is V with its FFN widened until its parameter count matches the largest
   +V mixture of the run within 1% (`matched_ffn`, from the built pretraining models), the paper's
   parameter-matched baseline.
@@ -46,9 +46,7 @@ fine-tuning is not finished needs its encoder's weights, and pretrains again whe
 """
 from __future__ import annotations
 
-import contextvars
 import dataclasses
-import json
 import math
 import statistics
 import sys
@@ -57,10 +55,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .cells import cell_file, cells_wall_s, load_cell, save_cell
-from .judge import finding_line, judge_rows as evaluate_claims
+from .cells import cell_file, cells_wall_s
+from .judge import finding_line, judge_rows
 from .paper.claims import select as select_claims
-from .compare import INTERIM, intervals, mean_std, reused, run_folder, seed_list, shape_text, variant_name, with_floor
+from .grid import INTERIM, Cell, Grid, Unfinished, run_folder, seed_list
+from .rows import intervals, shape_text, variant_name, with_floor
 from ..data.sources import SOURCES
 from ..data.prepare import SourceNotInstalledError
 from ..errors import ConfigError
@@ -69,7 +68,9 @@ from ..mixers.registry import check_slot
 from .paper.numbers import CITATION, LABEL, TABLE5, TABLE6_SUPERGLUE, glue_summary
 from ..training.plan import model_config, open_trained, prepare, tokenizer_identity
 from .tables import _fmt_stat, table_markdown, tuning_markdown
-from ..training.loop import TrainConfig, train
+from ..training.loop import TrainConfig
+from ..utils.jsonl import read_json
+from ..utils.stats import mean_se_independent, mean_std
 from .tuning import TuneConfig, sweep, untuned
 
 KIND = "finetune"  # the task kind of the report (reference_results.TASK_KINDS)
@@ -143,53 +144,13 @@ def _check_installed(sources: list[str]) -> None:
             raise SourceNotInstalledError(f"data source {name!r} is not installed; run `{src.how_to_get}`")
 
 
-def _run(cfg: TrainConfig, overrides: dict, data, label: str, log, cells: Path | None = None,
-         model: dict | None = None, weights: bool = True) -> dict:
-    """Train `cfg` into cfg.out, or reuse it when finished (done.json), or resume it when started. `data`: a
-    callable giving the run's TaskData, called only when a new run starts. With `cells` (the suite's folder) the
-    finished run is kept as its cell (`synthformer.evidence.cells`), and a run whose folder is not here is taken from its
-    cell, checked against `cfg` and `model` (`_kept`), when its score is all that is needed (`weights` False)."""
-    out = Path(cfg.out)
-    if (out / "done.json").exists():
-        log(f"{label}: finished earlier, reusing {out}")
-        result = json.loads((out / "done.json").read_text())
-    elif cells is not None and not weights and not out.exists() and (result := _kept(out, cells, cfg, model)):
-        log(f"{label}: finished earlier, reusing its cell {cell_file(cells, out)}")
-    elif _INTERIM.get():
-        raise _Unfinished(f"{label}: {out}")
-    else:
-        resume = (out / "config.json").exists()
-        result = train(dataclasses.replace(cfg, resume=resume), overrides, data=None if resume else data(),
-                       label=label, log=log)
-    if cells is not None and not _INTERIM.get():
-        save_cell(cells, out, result)
-    return result
-
-
-def _kept(run: Path, cells: Path, cfg: TrainConfig, model: dict) -> dict | None:
-    """The result in `run`'s cell (None without one), checked like `compare.reused`: the same training config and
-    model. A fine-tuning run may have started from another folder's copy of its encoder (init_from): the encoder's
-    pretraining is checked as a run of its own."""
-    kept = load_cell(cells, run)
-    if kept is None:
-        return None
-    if cfg.init_from:
-        cfg = dataclasses.replace(cfg, init_from=(kept["result"].get("train") or {}).get("init_from"))
-    return reused(run, cells, cfg, model)
-
-
-def _pretrain(cfg: TrainConfig, overrides: dict, data, label: str, log, cells: Path | None = None,
-              theirs: Path | None = None, their_cells: Path | None = None, weights: bool = True) -> tuple[Path, dict]:
-    """(run folder, result) of one pretraining run. `theirs`: the same run in a `reuse` folder, taken when it
-    finished there (`compare.reused`: its done.json; when only its score is needed, `weights` False, also its
-    cell in `their_cells`) and this run has not finished here; else cfg.out, trained, resumed or reused by `_run`
-    (with `cells`, this suite's folder, from its own cell when `weights` is False)."""
-    if theirs is not None and not (Path(cfg.out) / "done.json").exists():
-        result = reused(theirs, None if weights else their_cells, cfg, overrides)
-        if result is not None:
-            log(f"{label}: finished in {theirs}, reusing it")
-            return theirs, result
-    return Path(cfg.out), _run(cfg, overrides, data, label, log, cells, overrides, weights)
+def _pretrain(suite: "_Suite", cfg: TrainConfig, overrides: dict, label: str, theirs: Path | None,
+              weights: bool = True) -> tuple[Path, dict]:
+    """(run folder, result) of one pretraining run, a cell of the suite's grid. `theirs`: the same run in a `reuse`
+    folder, taken when it finished there (its folder stands in for this one's: fine-tuning starts from it). When only
+    its score is needed (`weights` False) a cell stands in for an absent run folder, here or in `reuse`."""
+    return suite.grid.run(Cell(cfg, overrides, label, data=suite.pre_data, needs_weights=weights, theirs=theirs,
+                               their_grid=suite.reuse, keep_theirs=False))
 
 
 def _settled(run: Path, cells: Path) -> bool:
@@ -229,13 +190,6 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def _mean_se(ses: list[float | None]) -> float | None:
-    """SE of a mean of independent estimates with these SEs (None when any is unknown)."""
-    if not ses or any(s is None for s in ses):
-        return None
-    return math.sqrt(sum(s * s for s in ses)) / len(ses)
-
-
 def summarize(accuracies: dict[str, float], tasks: list[str], ses: dict[str, float | None] | None = None) -> dict:
     """The suite metrics of one fine-tuned variant from its per-task accuracies: acc_<task>, the
     mean ("accuracy"), the single-sentence and pair means, and pair_vs_single = 100 x pair / single.
@@ -256,7 +210,7 @@ def summarize(accuracies: dict[str, float], tasks: list[str], ses: dict[str, flo
             if ses.get(t) is not None:
                 metrics[f"acc_{t}_se"] = ses[t]
         for key, members in groups.items():
-            se = _mean_se([ses.get(t) for t in members]) if members else None
+            se = mean_se_independent([ses.get(t) for t in members]) if members else None
             if se is not None:
                 metrics[f"{key}_se"] = se
         if "pair_vs_single" in metrics and metrics.get("pair_se") is not None and metrics.get("single_se") is not None:
@@ -265,20 +219,22 @@ def summarize(accuracies: dict[str, float], tasks: list[str], ses: dict[str, flo
     return metrics
 
 
-def _finetune_tasks(fine_base, tasks, s: int, seeds: int, pre_run: Path, pre: dict, name: str, pooling,
-                    cache: dict, floors: dict, out: Path, tag: str, log) -> tuple[dict, dict, dict, dict]:
+def _finetune_tasks(suite: "_Suite", s: int, pre_run: Path, pre: dict, name: str,
+                    tag: str) -> tuple[dict, dict, dict, dict]:
     """Fine-tune the encoder of `pre_run` (seed `s`) on every task: ({task: accuracy}, {task: its SE},
-    {task: majority-class accuracy}, {task: run folder}), scored on the test split when `fine_base`
-    evaluates it (eval_test), else on validation; each task's floor (on that split) recorded in `floors`.
+    {task: majority-class accuracy}, {task: run folder}), scored on the test split when the fine-tuning
+    evaluates it (eval_test), else on validation; each task's floor (on that split) recorded in `suite.floors`.
     A finished task is taken from its run folder or its cell: `pre_run`'s weights and tokenizer are opened only
     when a task trains or its floor is not yet known."""
+    fine_base, pooling, cache, floors, out, log = (suite.fine_base, suite.pooling, suite.cache, suite.floors,
+                                                   suite.out, suite.log)
     split = score_split(fine_base)
     opened: list = []  # pre_run's tokenizer, opened once when needed
     model = {"attention": _attention(name), **({"pooling": pooling} if pooling else {})}
     accuracies, ses, chance, runs = {}, {}, {}, {}
-    for task in tasks:
+    for task in suite.tasks:
         cfg = dataclasses.replace(fine_base, data=SUITE[task].data, seed=s, init_from=str(pre_run),
-                                  out=str(_fine_run(out, task, name, s, seeds)))
+                                  out=str(_fine_run(out, task, name, s, suite.seeds)))
 
         def task_data(cfg=cfg, task=task):
             if not opened:
@@ -289,14 +245,14 @@ def _finetune_tasks(fine_base, tasks, s: int, seeds: int, pre_run: Path, pre: di
                          "pooling": pooling or pre["model"]["pooling"]}
                 cache[key] = prepare(cfg, shape, opened[0], log=log)
             return cache[key]
-        result = _run(cfg, {"pooling": pooling} if pooling else {}, task_data, f"{tag} {task}", log, out, model,
-                      weights=False)
+        result = suite.grid.result(Cell(cfg, {"pooling": pooling} if pooling else {}, f"{tag} {task}", data=task_data,
+                                        expect=model))
         scored = result[split]
         accuracies[task], ses[task], runs[task] = scored["accuracy"], scored.get("accuracy_se"), cfg.out
         chance[task] = scored.get("chance_accuracy")
         if f"{task}/{s}" not in floors:  # the majority class of this task's data at this seed
-            if _INTERIM.get():
-                raise _Unfinished(f"{tag} {task}: no floor yet")
+            if suite.grid.interim:
+                raise Unfinished(f"{tag} {task}: no floor yet")
             floors[f"{task}/{s}"] = _task_floor(task_data(), split)
             atomic_write_json(out / FLOOR_FILE, floors)
     return accuracies, ses, chance, runs
@@ -345,18 +301,14 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
     suite = _Suite(names=names, tasks=tasks, seed_values=seed_list(seed, seeds), out=out, model=model,
                    pooling=pooling, pre_cfg=pre_cfg, fine_base=fine_base, tune=tune, base_plus=base_plus,
                    reuse=None if reuse is None else Path(reuse), floors=_read_json(out / FLOOR_FILE), cache=cache,
-                   pre_data=pre_data, log=log, t0=time.time())
+                   pre_data=pre_data, log=log, t0=time.time(), grid=Grid(out, log, interim=interim))
     rows, pending = [], []
-    token = _INTERIM.set(interim)
-    try:
-        for i, name in ((i, n) for i, n in enumerate(names) if only is None or n in only):
-            try:
-                rows.append(_variant_row(suite, i, name))
-            except _Unfinished as e:  # interim only: this variant waits
-                pending.append(name)
-                log(f"{name}: not finished ({e}), left out of the interim report")
-    finally:
-        _INTERIM.reset(token)
+    for i, name in ((i, n) for i, n in enumerate(names) if only is None or n in only):
+        try:
+            rows.append(_variant_row(suite, i, name))
+        except Unfinished as e:  # interim only: this variant waits
+            pending.append(name)
+            log(f"{name}: not finished ({e}), left out of the interim report")
     if only is not None:
         log(f"ran {', '.join(only)} in {out}: their cells are kept; the suite without `only` writes the report")
         return None
@@ -369,13 +321,6 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
                "wall_s": max(time.time() - suite.t0, cells_wall_s(out)),
                "created": time.strftime("%Y-%m-%d %H:%M:%S"), **({"pending": pending} if interim else {})}
     return _judge_and_write(results, out, log)
-
-
-_INTERIM: contextvars.ContextVar[bool] = contextvars.ContextVar("finetune_interim", default=False)
-
-
-class _Unfinished(Exception):
-    """A run an interim report needs has not finished (`pretrain_finetune(interim=True)` trains nothing)."""
 
 
 @dataclass
@@ -397,6 +342,7 @@ class _Suite:
     pre_data: Callable
     log: Callable
     t0: float
+    grid: Grid  # every run of the suite is a cell of it (interim: trains nothing)
 
     @property
     def seeds(self) -> int:
@@ -413,8 +359,7 @@ def _variant_row(suite: _Suite, i: int, name: str) -> dict:
     if suite.tune:
         root = out if name == _attention(name) else out / _folder(name)  # T5 Base+: its own V candidates
         tuned, scores = sweep(_attention(name), suite.pre_cfg, overrides, root, suite.tune, lambda c, o, tag: _pretrain(
-            c, o, suite.pre_data, tag, log, out, theirs and theirs / Path(c.out).relative_to(root), theirs,
-            weights=False)[1], log)
+            suite, c, o, tag, theirs and theirs / Path(c.out).relative_to(root), weights=False)[1], log)
     else:
         tuned, scores = untuned(suite.pre_cfg), []
     per_seed = []
@@ -423,12 +368,10 @@ def _variant_row(suite: _Suite, i: int, name: str) -> dict:
         weights = not all(_settled(_fine_run(out, t, name, s, suite.seeds), out) and f"{t}/{s}" in suite.floors
                           for t in suite.tasks)
         pre_run, pre = _pretrain(
-            dataclasses.replace(suite.pre_cfg, **tuned, seed=s,
-                                out=str(run_folder(out / "pretrain", _folder(name), s, suite.seeds))),
-            overrides, suite.pre_data, f"{tag} pretrain", log, out,
-            theirs and run_folder(theirs, name, s, suite.seeds), theirs, weights)
-        accuracies, ses, chance, runs = _finetune_tasks(suite.fine_base, suite.tasks, s, suite.seeds, pre_run, pre,
-                                                        name, suite.pooling, suite.cache, suite.floors, out, tag, log)
+            suite, dataclasses.replace(suite.pre_cfg, **tuned, seed=s,
+                                       out=str(run_folder(out / "pretrain", _folder(name), s, suite.seeds))),
+            overrides, f"{tag} pretrain", theirs and run_folder(theirs, name, s, suite.seeds), weights)
+        accuracies, ses, chance, runs = _finetune_tasks(suite, s, pre_run, pre, name, tag)
         metrics = summarize(accuracies, suite.tasks, ses)
         if all(chance.get(t) is not None for t in suite.tasks):  # the majority-class baseline of the mean
             metrics["chance_accuracy"] = _mean([chance[t] for t in suite.tasks])
@@ -452,7 +395,7 @@ def _judge_and_write(results: dict, out: Path, log) -> dict:
     """The findings of Tables 5-6 on `results`, then report.md and results.json (last: marks the suite complete);
     an interim report (results["pending"]: claims naming a pending variant are left out) is interim.md and
     interim.json alone."""
-    results["findings"] = evaluate_claims(with_floor(results), KIND, select_claims(["Table 5", "Table 6"]))
+    results["findings"] = judge_rows(with_floor(results), KIND, select_claims(["Table 5", "Table 6"]))
     pending = results.get("pending")
     if pending is not None and not results["variants"]:
         raise ConfigError(f"interim: no variant of the suite in {out} has finished yet (pending: {pending}); a suite "
@@ -471,7 +414,8 @@ def _judge_and_write(results: dict, out: Path, log) -> dict:
 
 
 def _read_json(file: Path) -> dict:
-    return json.loads(file.read_text()) if file.exists() else {}
+    """A file the suite computes once (floor.json, base_plus.json); {} before it is computed."""
+    return read_json(file, ConfigError, f"delete {file} to compute it again") if file.exists() else {}
 
 
 def _base_plus(out: Path, names: list[str], pre_cfg: TrainConfig, model: dict, pre_data, log) -> dict:

@@ -166,7 +166,7 @@ def _check_interim(out: Path) -> None:
 
 def _run_interim(ctx: Context, module) -> None:
     """An interim.md in every grid of ``ctx.out`` that has started, or in table5's suite (read only, no lock)."""
-    from ..evidence.compare import SETTINGS
+    from ..evidence.grid import SETTINGS
 
     if not hasattr(module, "grids"):
         module.run(ctx)  # a suite that keeps cells (table5) honours ctx.interim
@@ -191,7 +191,7 @@ def _grids(module, budget: str, out: Path) -> list:
 def only_grids(module, name: str, budget: str, out: Path, only: list[str]) -> tuple[list, tuple]:
     """`reproduce --only`: the name's grids (none for a suite that keeps cells, table5) and the variants named
     (checked before anything is written)."""
-    from ..evidence.compare import variant_name
+    from ..evidence.rows import variant_name
 
     grids = _grids(module, budget, out) if hasattr(module, "grids") else []
     known = {variant_name(v) for g in grids for v in g.variants} if grids else set(module.variants(budget))

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from ..evidence.judge import finding_line, judge_rows as evaluate, status_rank
 from ..evidence.paper.claims import CLAIMS
-from ..evidence.compare import DEFAULT_SEEDS, SMALL_EVAL, SMALL_EVAL_SEEDS, gate_line, with_floor
+from ..evidence.compare import DEFAULT_SEEDS, SMALL_EVAL, SMALL_EVAL_SEEDS
+from ..evidence.rows import gate_line, with_floor
 from ..errors import SynthformerError
 from ..utils.integrity import atomic_write_text
 from ..evidence.speed import speed_note
@@ -145,7 +146,8 @@ class Context:
         """Run (or reuse, or continue) one comparison in out/<key>; returns its results dict (None with
         `only`: the cells of those variants trained). The folder records its settings
         (`compare.check_settings`): one run with other settings is refused."""
-        from ..evidence.compare import compare, variant_name
+        from ..evidence.compare import compare
+        from ..evidence.rows import variant_name
 
         only = None
         if self.only is not None:
@@ -168,7 +170,8 @@ def reuse(folder: Path, settings: dict, label: str, log=print) -> dict | None:
     """The results.json of ``folder`` when it finished with these settings; None when it is to be run or
     continued (the settings are then recorded). A folder run with other settings (e.g. a budget's steps
     changed since) is an error: reusing it would report numbers of another configuration."""
-    from ..evidence.compare import check_settings, read_json
+    from ..evidence.grid import check_settings
+    from ..utils.jsonl import read_json
 
     if not check_settings(folder, settings, ReproduceError):
         return None

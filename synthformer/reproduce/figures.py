@@ -86,7 +86,7 @@ def add_weight_var(results: dict, grid_out: Path, examples: int) -> None:
     """Put "weight_var" (`seed_weight_var`) into every seed's metrics and every row's mean, std and 95%
     interval, so that the figures claim is judged like any metric."""
     from ..utils.stats import stat
-    from ..evidence.compare import intervals
+    from ..evidence.rows import intervals
 
     for row in results["variants"]:
         for s in row["seeds"]:

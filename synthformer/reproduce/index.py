@@ -77,7 +77,7 @@ def interims(folder: Path, reports: dict) -> dict[Path, tuple[dict, str]]:
     run is not published (`_published`): a grid still running gives its interim report (interim.json:
     `reproduce --interim`), a finished grid of such a run its results (table2's LM grid, finished while its MT
     grid runs)."""
-    from ..evidence.compare import INTERIM
+    from ..evidence.grid import INTERIM
 
     found = {}
     for run in _runs(folder):

@@ -250,7 +250,7 @@ def average_rows(grid_results: list[dict]) -> list[dict]:
     averaged the same way when every task has one."""
     import math
 
-    from ..evidence.compare import intervals
+    from ..evidence.rows import intervals
 
     seeds = sorted(set.intersection(*({s["seed"] for r in res["variants"] for s in r["seeds"]}
                                       for res in grid_results)))

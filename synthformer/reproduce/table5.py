@@ -134,7 +134,7 @@ def sst2_findings(results: dict) -> list:
     from ..evidence.judge import judge_rows
     from ..evidence.paper.claims import select
 
-    from ..evidence.compare import intervals, with_floor
+    from ..evidence.rows import intervals, with_floor
 
     rows = []
     for r in with_floor(results):
