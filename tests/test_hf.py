@@ -576,6 +576,15 @@ print(json.dumps({{"labels": [r["label"] for r in pipe(texts)], "scores": [r["sc
         assert got["labels"][i] == said["label"] and abs(got["scores"][i] - said["probability"]) < 1e-4
 
 
+def test_remote_code_flattens_a_submodule_imported_from_its_package():
+    from synthformer.hf.remote import rewrite
+
+    text, deps = rewrite("synthformer.attention.layer", "from .kernels import paths\nfrom .kernels.paths import Path\n")
+    assert text == ("from . import synthformer_attention_kernels_paths as paths\n"
+                    "from .synthformer_attention_kernels_paths import Path\n")
+    assert deps == {"synthformer.attention.kernels.paths"}
+
+
 def test_lm_seq2seq_and_mlm_exports_load_and_run_without_synthformer(trained_lm_run, tmp_path):
     from transformers.dynamic_module_utils import get_relative_import_files
 

@@ -56,15 +56,17 @@ def rewrite(module: str, source: str) -> tuple[str, set[str]]:
             out.append(line)
             continue
         base, rest, indent = _base(module, len(m["dots"])), m["rest"], m["indent"]
-        if rest:
-            target = f"{base}.{rest}"
-            deps.add(target)
-            out.append(f"{indent}from .{flat_name(target)} import {m['names']}")
+        items = [n.strip() for n in m["names"].split("#")[0].split(",")]
+        base = f"{base}.{rest}" if rest else base
+        if rest and ("(" in m["names"] or not any(_is_module(f"{base}.{n.partition(' as ')[0].strip()}")
+                                                  for n in items)):
+            deps.add(base)
+            out.append(f"{indent}from .{flat_name(base)} import {m['names']}")
             continue
-        # `from . import a, b as c`: each name a submodule or a name of the package's __init__
-        for item in (n.strip() for n in m["names"].split("#")[0].split(",")):
+        # `from . import a, b as c` or `from .pkg import a`: each name a submodule or a name of the package's __init__
+        for item in items:
             name, _, alias = item.partition(" as ")
-            alias = alias.strip() or name
+            name, alias = name.strip(), alias.strip() or name.strip()
             if _is_module(f"{base}.{name}"):
                 deps.add(f"{base}.{name}")
                 out.append(f"{indent}from . import {flat_name(f'{base}.{name}')} as {alias}")
