@@ -1,8 +1,8 @@
 """The transformers-dependent part of ``synthformer.hf``; importing it registers the Auto classes."""
 from __future__ import annotations
 
-from transformers import (AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM,
-                          AutoModelForSequenceClassification)
+import transformers
+from transformers import AutoConfig
 
 from .cache import SynthformerCache, SynthformerCacheLayer
 from .configuration import SynthformerConfig
@@ -19,12 +19,9 @@ def register() -> None:
         AutoConfig.register(SynthformerConfig.model_type, SynthformerConfig)
     except ValueError:  # already registered
         pass
-    for auto, cls in ((AutoModel, SynthformerBaseModel), (AutoModelForCausalLM, SynthformerForCausalLM),
-                      (AutoModelForSequenceClassification, SynthformerForSequenceClassification),
-                      (AutoModelForMaskedLM, SynthformerForMaskedLM),
-                      (AutoModelForSeq2SeqLM, SynthformerForSeq2SeqLM)):
+    for cls in (SynthformerBaseModel, *HF_CLASSES.values()):  # each class names its Auto class
         try:
-            auto.register(SynthformerConfig, cls)
+            getattr(transformers, cls.auto_class).register(SynthformerConfig, cls)
         except ValueError:
             pass
 

@@ -32,12 +32,11 @@ from ..training.checkpoint import CKPT_DIR
 from ..errors import SynthformerError
 from ..utils.integrity import MANIFEST, fsync_dir, fsync_file
 from ..training.runs import RUN_CONFIG, check_out, load_model, remove_created
-from .modeling import to_hf
+from .modeling import HF_CLASSES, to_hf
 from .remote import write_remote_code
 from .tokenization import to_hf_tokenizer
 
-AUTO_CLASSES = {"lm": "AutoModelForCausalLM", "classifier": "AutoModelForSequenceClassification",
-                "mlm": "AutoModelForMaskedLM", "seq2seq": "AutoModelForSeq2SeqLM"}
+AUTO_CLASSES = {kind: cls.auto_class for kind, cls in HF_CLASSES.items()}  # kind -> the Auto class that loads it
 WEIGHTS, CONFIG, TOKENIZER = "model.safetensors", "config.json", "tokenizer.json"
 
 

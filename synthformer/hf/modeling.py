@@ -34,7 +34,7 @@ from transformers.modeling_outputs import (BaseModelOutput, BaseModelOutputWithP
                                            SequenceClassifierOutput)
 
 from ..errors import InputError
-from ..model import ModelConfig, SynthformerModel, build_model
+from ..model import MODELS, ModelConfig, SynthformerModel, build_model
 from .cache import SynthformerCache
 from .configuration import SynthformerConfig
 from .stack import check_cache_padding, left_padding, padding_mask, rotate, rotate_weights, run_stack
@@ -55,6 +55,7 @@ class SynthformerPreTrainedModel(PreTrainedModel):
     _no_split_modules = ["Block"]
     _skip_keys_device_placement = ["past_key_values"]
     kind: str | None = ""  # the ModelConfig.kind this class wraps (None: any)
+    auto_class = "AutoModel"  # the transformers Auto class that loads it
 
     def __init__(self, config: SynthformerConfig):
         super().__init__(config)
@@ -171,6 +172,7 @@ class SynthformerForCausalLM(_TiedHeadMixin, SynthformerPreTrainedModel, _Bounde
     """Decoder-only LM (``kind="lm"``): (B, L) ids -> (B, L, vocab) logits."""
 
     kind = "lm"
+    auto_class = "AutoModelForCausalLM"
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
                 past_key_values: SynthformerCache | None = None, labels: Tensor | None = None,
@@ -196,6 +198,7 @@ class SynthformerForSequenceClassification(SynthformerPreTrainedModel):
     """Encoder classifier (``kind="classifier"``): (B, L) ids -> (B, num_classes) logits."""
 
     kind = "classifier"
+    auto_class = "AutoModelForSequenceClassification"
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, labels: Tensor | None = None,
                 return_dict: bool | None = None, output_hidden_states: bool | None = None,
@@ -219,6 +222,7 @@ class SynthformerForMaskedLM(_TiedHeadMixin, SynthformerPreTrainedModel):
     """Encoder masked LM (``kind="mlm"``): (B, L) ids -> (B, L, vocab) logits; labels -100 = not predicted."""
 
     kind = "mlm"
+    auto_class = "AutoModelForMaskedLM"
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, labels: Tensor | None = None,
                 return_dict: bool | None = None, output_hidden_states: bool | None = None,
@@ -283,6 +287,7 @@ class SynthformerForSeq2SeqLM(_Seq2SeqMixin, _TiedHeadMixin, SynthformerPreTrain
     """Encoder-decoder (``kind="seq2seq"``): source ids and decoder ids (BOS + target[:-1]) -> logits."""
 
     kind = "seq2seq"
+    auto_class = "AutoModelForSeq2SeqLM"
 
     def forward(self, input_ids: Tensor | None = None, attention_mask: Tensor | None = None,
                 decoder_input_ids: Tensor | None = None, decoder_attention_mask: Tensor | None = None,
@@ -336,12 +341,17 @@ class SynthformerBaseModel(_Seq2SeqMixin, SynthformerPreTrainedModel):
         return out if return_dict is not False else out.to_tuple()
 
 
-HF_CLASSES: dict[str, type[SynthformerPreTrainedModel]] = {
-    "lm": SynthformerForCausalLM,
-    "classifier": SynthformerForSequenceClassification,
-    "mlm": SynthformerForMaskedLM,
-    "seq2seq": SynthformerForSeq2SeqLM,
-}
+def _hf_classes(*classes: type[SynthformerPreTrainedModel]) -> dict[str, type[SynthformerPreTrainedModel]]:
+    """ModelConfig.kind -> the class wrapping that kind's model: the kinds are model/transformer.py's ``MODELS``
+    (listed there once, in its order), each class names its own ``kind``; a kind without a class fails here."""
+    by_kind = {cls.kind: cls for cls in classes}
+    if set(by_kind) != set(MODELS):
+        raise ImportError(f"Hugging Face classes for kinds {sorted(by_kind)}, the models' kinds are {list(MODELS)}")
+    return {kind: by_kind[kind] for kind in MODELS}
+
+
+HF_CLASSES = _hf_classes(SynthformerForCausalLM, SynthformerForSequenceClassification, SynthformerForMaskedLM,
+                         SynthformerForSeq2SeqLM)
 
 
 def to_hf(model: SynthformerModel) -> SynthformerPreTrainedModel:
