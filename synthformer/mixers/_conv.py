@@ -19,7 +19,19 @@ from ..errors import InputError
 
 
 class ConvMixer(nn.Module):
-    """Base class of the convolution mixers; see the module docstring for the equations."""
+    """Base class of the convolution mixers; see the module docstring for the equations.
+
+    Args:
+        embed_dim, num_heads, max_seq_len: as every mixer (num_heads kernels, each shared by d/H channels).
+        causal: kernel covers positions t-K+1 .. t (decoders); otherwise centred on t.
+        dropout: DropConnect on the normalised kernel weights (the paper's weight dropout).
+        kernel_size: K, default 7 (fairseq's IWSLT/WMT setups use 3, 7, 15 or 31 per layer).
+        impl: "auto" (band matrix for L <= band_max_len, unfold above), "band" or "unfold"; all exact.
+        band_max_len: length threshold of "auto" (default ``BAND_MAX_LEN[name]``).
+
+    ``forward(..., need_weights=True)`` returns the convolution as a banded (B, H, L, L) matrix. A subclass
+    makes its kernel's parameters in :meth:`init_kernel` and computes the kernel in :meth:`kernel_logits`.
+    """
 
     name = "conv"
 
@@ -45,6 +57,11 @@ class ConvMixer(nn.Module):
         nn.init.xavier_uniform_(self.out_proj.weight)
         nn.init.zeros_(self.in_proj.bias)
         nn.init.zeros_(self.out_proj.bias)
+        self.init_kernel()
+
+    def init_kernel(self) -> None:
+        """Make and initialise the kernel's parameters (the last step of ``__init__``)."""
+        raise NotImplementedError
 
     def kernel_logits(self, h: Tensor) -> Tensor:
         """Kernel logits (Bw, Lw, H, K) for conv inputs ``h`` (B, L, d)."""

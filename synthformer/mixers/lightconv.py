@@ -13,26 +13,13 @@ from ._conv import ConvMixer
 
 
 class LightConv(ConvMixer):
-    """Lightweight convolution mixer.
-
-    Args:
-        embed_dim, num_heads, max_seq_len: as every mixer (num_heads kernels, each shared by d/H channels).
-        causal: kernel covers positions t-K+1 .. t (decoders); otherwise centred on t.
-        dropout: DropConnect on the normalised kernel weights (the paper's weight dropout).
-        kernel_size: K, default 7 (fairseq's IWSLT/WMT setups use 3, 7, 15 or 31 per layer).
-        impl: "auto" (band matrix for L <= band_max_len, unfold above), "band" or "unfold"; all exact.
-        band_max_len: length threshold of "auto" (default ``BAND_MAX_LEN[name]``: 128).
-
-    ``forward(..., need_weights=True)`` returns the convolution as a banded (B, H, L, L) matrix.
-    """
+    """Lightweight convolution mixer: one kernel per head, the same at every position (arguments: ConvMixer;
+    ``band_max_len`` defaults to ``BAND_MAX_LEN["lightconv"]``: 128)."""
 
     name = "lightconv"
 
-    def __init__(self, embed_dim: int, num_heads: int, max_seq_len: int, *, causal: bool = False,
-                 dropout: float = 0.0, kernel_size: int = 7, impl: str = "auto", band_max_len: int | None = None):
-        super().__init__(embed_dim, num_heads, max_seq_len, causal=causal, dropout=dropout,
-                         kernel_size=kernel_size, impl=impl, band_max_len=band_max_len)
-        self.weight = nn.Parameter(torch.empty(num_heads, kernel_size))  # (H, K) kernel logits
+    def init_kernel(self) -> None:
+        self.weight = nn.Parameter(torch.empty(self.num_heads, self.kernel_size))  # (H, K) kernel logits
         nn.init.xavier_uniform_(self.weight)
 
     def kernel_logits(self, h: Tensor) -> Tensor:
