@@ -422,7 +422,7 @@ def test_eval_test_reports_and_judges_the_test_split_the_sweep_never_saw(dialogu
 
 
 def test_gate_note_stops_only_where_v_learns_no_claim_the_floor_gates():
-    """`claims.gate_note`: V below the floor on every floor-gated claim of the kind stops the grid; V beating it on
+    """`judge.gate_note`: V below the floor on every floor-gated claim of the kind stops the grid; V beating it on
     one (or on a claim's proxy: MT's teacher-forced ppl while BLEU is not learned) does not."""
     from synthformer.evidence.judge import gate_note
 
