@@ -67,7 +67,7 @@ from ..utils.integrity import atomic_write_json, atomic_write_text
 from ..mixers.registry import check_slot
 from .paper.numbers import CITATION, LABEL, TABLE5, TABLE6_SUPERGLUE, glue_summary
 from ..training.plan import model_config, open_trained, prepare, tokenizer_identity
-from .tables import _fmt_stat, table_markdown, tuning_markdown
+from .tables import _fmt_stat, markdown_table, table_markdown, tuning_markdown
 from ..training.loop import TrainConfig
 from ..utils.jsonl import read_json
 from ..utils.stats import mean_se_independent, mean_std
@@ -491,13 +491,13 @@ def report_markdown(results: dict) -> str:
              table_markdown(with_floor(results), "classify", kind=KIND), ""]
     all_rows = with_floor(results)
     head = ["variant", *tasks, "single", "pair", "pair/single", "MLM loss"]
-    lines += ["Per task (mean [95% interval]):", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    table = []
     for r in all_rows:
         cells = [_fmt_stat(r, k, "{:.1f}") for k in (*(f"acc_{t}" for t in tasks), "single", "pair")]
         cells += ["—" if r.get("floor") else _fmt_stat(r, "pair_vs_single", "{:.1f}"),
                   _fmt(r.get("pretrain_loss"), "{:.3f}")]
-        label = f"floor: {r['name']}" if r.get("floor") else r["variant"]
-        lines.append("| " + " | ".join([label, *cells]) + " |")
+        table.append([f"floor: {r['name']}" if r.get("floor") else r["variant"], *cells])
+    lines += ["Per task (mean [95% interval]):", "", markdown_table(head, table)]
     base_plus = results.get("base_plus")
     lines += ["", f"Paper columns: {LABEL}, {CITATION}; GLUE / SuperGLUE dev averages of T5 (small, en-mix; "
               f"'V' = T5 Base; T5 Base+, with the +V mixtures' parameter count: {TABLE5['T5 Base+']['glue']} / "

@@ -194,3 +194,15 @@ def findings_markdown(found: list[dict]) -> str:
     counts = Counter(f["status"] for f in found)
     summary = ", ".join(f"{counts[s]} {s}" for s in sorted(counts, key=status_rank))
     return f"{summary}.\n\n" + "\n".join(f"- {finding_line(f)}" for f in found)
+
+
+def cell_text(text) -> str:
+    """A value as one Markdown table cell (pipes escaped, one line)."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(head: list[str], rows: list[list]) -> str:
+    """The one Markdown table writer: a header row, the separator, one line per row."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines += ["| " + " | ".join(cell_text(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)

@@ -19,7 +19,7 @@ from ..evidence.rows import gate_line, with_floor
 from ..errors import SynthformerError
 from ..utils.integrity import atomic_write_text
 from ..evidence.speed import speed_note
-from ..evidence.tables import table_markdown, tuning_markdown
+from ..evidence.tables import cell_text, table_markdown, tuning_markdown
 from ..evidence.tuning import TuneConfig
 
 BUDGETS = ("smoke", "cpu", "gpu")
@@ -271,7 +271,7 @@ def write_report(ctx: Context, spec: Spec, sections: list[Section], wall_s: floa
              f"## Claims of {', '.join(spec.tables)}: {status_counts(claims)}", "",
              "| claim | status | detail |", "|---|---|---|"]
     for c in claims:
-        lines.append(f"| {c['text']} (`{c['claim']}`) | **{c['status']}** | {_cell(c['detail'])} |")
+        lines.append(f"| {c['text']} (`{c['claim']}`) | **{c['status']}** | {cell_text(c['detail'])} |")
     lines.append("")
     for s in sections:
         lines += [f"## {s.title}", "", s.body, ""]
@@ -286,18 +286,8 @@ def write_report(ctx: Context, spec: Spec, sections: list[Section], wall_s: floa
     return results
 
 
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def fmt(value, spec: str = "{:.2f}") -> str:
     return "—" if value is None else spec.format(value)
-
-
-def markdown_table(head: list[str], rows: list[list]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- trained runs, post hoc

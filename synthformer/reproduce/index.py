@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from ..evidence.paper.claims import CLAIMS
-from .common import NOT_RUN, ReproduceError, markdown_table, short_finding, status_counts
+from ..evidence.tables import markdown_table
+from .common import NOT_RUN, ReproduceError, short_finding, status_counts
 from ..utils.integrity import atomic_write_text
 
 

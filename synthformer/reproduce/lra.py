@@ -36,7 +36,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .common import Grid, Section, Spec, budget_model, budget_train, fmt, grid_section, markdown_table, per_budget
+from ..evidence.tables import markdown_table
+from .common import Grid, Section, Spec, budget_model, budget_train, fmt, grid_section, per_budget
 from ..data.sources.listops import LRA as LISTOPS_LRA
 from ..utils.integrity import atomic_write_text
 

@@ -18,7 +18,8 @@ CIDEr are not computed: nltk's METEOR needs the WordNet corpus, which nltk downl
 """
 from __future__ import annotations
 
-from .common import Grid, Section, Spec, budget_model, budget_train, fmt, grid_section, markdown_table, per_budget
+from ..evidence.tables import markdown_table
+from .common import Grid, Section, Spec, budget_model, budget_train, fmt, grid_section, per_budget
 
 VARIANTS = ("V", "R", "D", "D+V", "R+V")
 ABSENT = ("METEOR and CIDEr: not computed. nltk's METEOR needs the WordNet corpus, which nltk fetches from its "

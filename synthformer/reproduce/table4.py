@@ -8,7 +8,8 @@ import statistics
 from pathlib import Path
 
 from ..utils.integrity import atomic_write_json
-from .common import (Grid, Spec, budget_model, budget_train, fmt, grid_section, load_model, markdown_table,
+from ..evidence.tables import markdown_table
+from .common import (Grid, Spec, budget_model, budget_train, fmt, grid_section, load_model,
                      open_grid_data, per_budget)
 
 VARIANTS = ("V", "R", "D", "R+V", "D+V", "lightconv", "dynamicconv")
