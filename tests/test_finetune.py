@@ -14,7 +14,7 @@ from synthformer.data.sources import DataSplits
 from synthformer.data.tokenizer import SPECIALS
 from synthformer.errors import ConfigError
 from synthformer.training.init_from import init_encoder
-from synthformer.evidence.suite import BASE_PLUS, SUITE, pretrain_finetune, summarize
+from synthformer.evidence.suite import BASE_PLUS, SUITE, SuiteConfig, pretrain_finetune, summarize
 from synthformer.model import load
 from synthformer.tasks.classify import pair_splits
 from synthformer.training.loop import TrainConfig, prepare_data, train
@@ -29,6 +29,12 @@ SHAPE = {"embed_dim": 32, "num_heads": 2, "num_layers": 2, "ffn_dim": 64, "max_s
 
 def quiet(msg):
     pass
+
+
+def suite(variants, tasks, out, *, reuse=None, only=None, interim=False, log=quiet, **settings):
+    """`pretrain_finetune` of a SuiteConfig with these settings."""
+    return pretrain_finetune(SuiteConfig(tuple(variants), tuple(tasks), **settings), out, reuse=reuse, only=only,
+                             interim=interim, log=log)
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +178,7 @@ def test_suite_end_to_end_with_seeds_floor_intervals_and_base_plus(tmp_path):
     names = ["V", "R+V", BASE_PLUS]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        results = pretrain_finetune(names, ["sentiment", "paraphrase"], out, **kw)
+        results = suite(names, ["sentiment", "paraphrase"], out, **kw)
     rows = {r["variant"]: r for r in results["variants"]}
     assert set(rows) == set(names) and results["kind"] == "finetune" and results["seeds"] == [0, 1]
     for name, row in rows.items():
@@ -223,7 +229,7 @@ def test_suite_end_to_end_with_seeds_floor_intervals_and_base_plus(tmp_path):
     assert "| floor: majority class |" in report and "[95% interval" in report and "Not tuned" in report
     assert f"ffn_dim {plus['ffn_dim']}" in report and "`t5-glue-rv-above-base-plus`" in report
     logs.clear()  # the same out again: every run is reused, the numbers are the same
-    again = pretrain_finetune(names, ["sentiment", "paraphrase"], out, **kw)
+    again = suite(names, ["sentiment", "paraphrase"], out, **kw)
     assert sum("finished earlier" in line for line in logs) == 18
     assert [r["metrics"] for r in again["variants"]] == [r["metrics"] for r in results["variants"]]
     assert again["floor"] == floor
@@ -235,7 +241,7 @@ def test_suite_sweeps_every_variants_pretraining_alike(tmp_path):
               finetune={"batch_size": 4}, model={"embed_dim": 32, "ffn_dim": 64, "max_seq_len": 32}, log=quiet)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        results = pretrain_finetune(["V", "R"], ["sentiment"], tmp_path / "s",
+        results = suite(["V", "R"], ["sentiment"], tmp_path / "s",
                                     tune=TuneConfig(lr_mults=(1.0, 4.0), table_lr_mults=(1.0,), fraction=0.5), **kw)
     for row in results["variants"]:
         lrs = [c["lr"] for c in row["sweep"]]
@@ -270,7 +276,7 @@ def test_suite_finishes_from_its_cells_and_pretrains_only_a_seed_with_unfinished
         logs.clear()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return pretrain_finetune(["V", "R"], tasks, out, **{**kw, **changed}, log=logs.append)
+            return suite(["V", "R"], tasks, out, **{**kw, **changed}, log=logs.append)
 
     first = again()
     assert len(list((out / "cells").rglob("*.json"))) == 2 * (1 + 1 + len(tasks))  # candidate, seed, tasks
@@ -309,26 +315,26 @@ def test_suite_split_with_only_runs_each_share_and_the_whole_suite_trains_nothin
     logs = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert pretrain_finetune(["V", "R"], ["sentiment"], out, only=["r"], **kw, log=logs.append) is None
+        assert suite(["V", "R"], ["sentiment"], out, only=["r"], **kw, log=logs.append) is None
         assert {f.stem for f in (out / "cells" / "finetune" / "sentiment").glob("*.json")} == {"R"}
         assert not (out / "report.md").exists() and not any(" V" in line for line in logs if line.startswith("run "))
         cells = sorted(p.stat().st_mtime_ns for p in (out / "cells").rglob("*.json"))
         logs.clear()
-        interim = pretrain_finetune(["V", "R"], ["sentiment"], out, interim=True, **kw, log=logs.append)
+        interim = suite(["V", "R"], ["sentiment"], out, interim=True, **kw, log=logs.append)
         assert [r["variant"] for r in interim["variants"]] == ["R"] and interim["pending"] == ["V"]
         assert (out / "interim.md").is_file() and (out / "interim.json").is_file()
         assert not (out / "report.md").exists() and not (out / "results.json").exists()
         assert not any(line.startswith("run ") for line in logs), logs
         assert sorted(p.stat().st_mtime_ns for p in (out / "cells").rglob("*.json")) == cells  # nothing written
-        pretrain_finetune(["V", "R"], ["sentiment"], out, only=["V"], **kw, log=quiet)
+        suite(["V", "R"], ["sentiment"], out, only=["V"], **kw, log=quiet)
         logs.clear()
-        results = pretrain_finetune(["V", "R"], ["sentiment"], out, **kw, log=logs.append)
+        results = suite(["V", "R"], ["sentiment"], out, **kw, log=logs.append)
     assert [r["variant"] for r in results["variants"]] == ["V", "R"] and (out / "report.md").is_file()
     assert not any(line.startswith("run ") for line in logs), logs
     with pytest.raises(ConfigError, match="not among the suite's variants"):
-        pretrain_finetune(["V", "R"], ["sentiment"], out, only=["D"], **kw, log=quiet)
+        suite(["V", "R"], ["sentiment"], out, only=["D"], **kw, log=quiet)
     with pytest.raises(ConfigError, match="no variant of the suite .* has finished"):
-        pretrain_finetune(["V", "R"], ["sentiment"], tmp_path / "new", interim=True, **kw, log=quiet)
+        suite(["V", "R"], ["sentiment"], tmp_path / "new", interim=True, **kw, log=quiet)
 
 
 def test_suite_scores_the_test_split_when_fine_tuning_evaluates_it(tmp_path):
@@ -339,7 +345,7 @@ def test_suite_scores_the_test_split_when_fine_tuning_evaluates_it(tmp_path):
               log=quiet)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        results = pretrain_finetune(["R"], ["sentiment"], out, **kw)
+        results = suite(["R"], ["sentiment"], out, **kw)
     fine = json.loads((out / "finetune" / "sentiment" / "R" / "done.json").read_text())
     seed = results["variants"][0]["seeds"][0]
     assert seed["metrics"]["acc_sentiment"] == fine["test"]["accuracy"]  # scored on test, not validation:
@@ -352,11 +358,11 @@ def test_suite_scores_the_test_split_when_fine_tuning_evaluates_it(tmp_path):
 
 def test_suite_refuses_bad_input_before_training(tmp_path):
     with pytest.raises(ConfigError, match="tasks of the suite"):
-        pretrain_finetune(["V"], ["sentiment", "glue"], tmp_path / "x")
+        suite(["V"], ["sentiment", "glue"], tmp_path / "x")
     with pytest.raises(ConfigError, match="unknown|valid"):
-        pretrain_finetune(["V", "nope"], ["sentiment"], tmp_path / "x")
+        suite(["V", "nope"], ["sentiment"], tmp_path / "x")
     with pytest.raises(ConfigError):
-        pretrain_finetune(["V", "v"], ["sentiment"], tmp_path / "x")  # the same variant twice
+        suite(["V", "v"], ["sentiment"], tmp_path / "x")  # the same variant twice
     with pytest.raises(ConfigError, match="add one"):
-        pretrain_finetune(["V", BASE_PLUS], ["sentiment"], tmp_path / "x")  # nothing to match
+        suite(["V", BASE_PLUS], ["sentiment"], tmp_path / "x")  # nothing to match
     assert not (tmp_path / "x").exists()

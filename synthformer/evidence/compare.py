@@ -123,8 +123,8 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     seeds have all finished, judging only the claims none of whose variants is still pending. It reads a
     folder another comparison may be writing, so it takes no lock; a finished comparison returns its results.
 
-    `gate`: the first variant (V); when it beats the floor on no claim the floor gates (`claims.gate_note`), the
-    rest are not trained. results["gated"] says so, and a claim naming them is inconclusive (`claims.evaluate`).
+    `gate`: the first variant (V); when it beats the floor on no claim the floor gates (`judge.gate_note`), the
+    rest are not trained. results["gated"] says so, and a claim naming them is inconclusive (`judge.judge_rows`).
     """
     from ..training.loop import RESUME_FREE, TrainConfig
 

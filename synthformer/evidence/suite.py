@@ -7,7 +7,7 @@ The score of a task is its dev (validation) accuracy, as the paper reports dev s
 row holds every task's accuracy, their mean ("accuracy", our GLUE score), the means over the
 single-sentence and the sentence-pair tasks ("single", "pair": the SuperGLUE claims are judged on
 "pair") and ``pair_vs_single`` = 100 x pair / single, which the paper's claim "pure synthesizers are
-weak on sentence pairs" is judged on (evidence/claims.py, Tables 5-6).
+weak on sentence pairs" is judged on (evidence/paper/claims.py, Tables 5-6).
 
 The evidence rules of DESIGN.md section 7 apply as in `synthformer.evidence.compare`:
 - every seed's metrics carry "<metric>_se" (the classify task's bootstrap SE over dev examples; the
@@ -15,7 +15,7 @@ The evidence rules of DESIGN.md section 7 apply as in `synthformer.evidence.comp
   (`compare.intervals`: the item SEs combined with the seed spread);
 - a majority-class floor row (`floors.floor_row` on each task's data, per seed, averaged over the
   seeds) with the same metrics except pair_vs_single (a ratio of two floors is no floor), so claims
-  gate on it (`claims.judge`);
+  gate on it (`judge.judge`);
 - with `tune` every variant gets the same learning-rate sweep of its **pretraining**
   (`tuning.sweep`, chosen on the MLM validation loss; candidates in ``out/tune/<variant>``); the
   fine-tuning learning rate is the same fixed value for all. The chosen values are in each row's
@@ -29,7 +29,7 @@ The evidence rules of DESIGN.md section 7 apply as in `synthformer.evidence.comp
   parameter-matched baseline.
 
     from synthformer.evidence.suite import pretrain_finetune
-    results = pretrain_finetune(["V", "R", "R+V"], out="runs/table5")
+    results = pretrain_finetune(SuiteConfig(("V", "R", "R+V")), out="runs/table5")
 
 The folder ``out`` gets ``pretrain/<variant>`` (mlm runs) and ``finetune/<task>/<variant>``
 (classify runs started with ``init_from``; ``-seed<S>`` appended with several seeds), then
@@ -263,33 +263,45 @@ def _fine_run(out: Path, task: str, name: str, s: int, seeds: int) -> Path:
     return run_folder(out / "finetune" / task, _folder(name), s, seeds)
 
 
-def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequence[str] = DEFAULT_TASKS,
-                      out: str | Path = "runs/finetune", *, pretrain_steps: int = 400, finetune_steps: int = 200,
-                      seeds: int = 1, seed: int = 0, preset: str = "tiny", device: str = "auto",
-                      threads: int | None = 1, pretrain_data: str = "chitchat", finetune_examples: int | None = 4000,
-                      pretrain: dict | None = None, finetune: dict | None = None, model: dict | None = None,
-                      tune: TuneConfig | None = None, reuse: str | Path | None = None,
-                      only: Sequence[str] | None = None, interim: bool = False, log=print) -> dict | None:
-    """Pretrain an MLM encoder per variant (and seed) on `pretrain_data`, fine-tune it on every task of `tasks`
-    (names of `SUITE`); write report.md and results.json into `out`; return the results.
+@dataclass(frozen=True)
+class SuiteConfig:
+    """What a fine-tuning suite trains (the settings of `pretrain_finetune`)."""
+    variants: tuple[str, ...] = DEFAULT_VARIANTS  # encoder specs, and BASE_PLUS (with a +V mixture to match)
+    tasks: tuple[str, ...] = DEFAULT_TASKS  # names of SUITE
+    pretrain_steps: int = 400
+    finetune_steps: int = 200
+    seeds: int = 1
+    seed: int = 0  # the first seed
+    preset: str = "tiny"
+    device: str = "auto"
+    threads: int | None = 1
+    pretrain_data: str = "chitchat"
+    finetune_examples: int | None = 4000  # each task's training examples at most (None = all)
+    pretrain: dict | None = None  # TrainConfig overrides of the pretraining
+    finetune: dict | None = None  # ... of the fine-tuning (``eval_test``: tasks are scored on test)
+    model: dict | None = None  # ModelConfig overrides of both stages (a `pooling` goes to the classifier alone)
+    tune: TuneConfig | None = None  # the lr sweep of every variant's pretraining (`synthformer.evidence.tuning`)
 
-    `variants`: encoder specs, and `BASE_PLUS` (with a +V mixture to match). `pretrain` / `finetune` are
-    TrainConfig overrides of either stage, `model` ModelConfig overrides of both (a `pooling` goes to the
-    classifier alone). `tune`: the lr sweep of every variant's pretraining (`synthformer.evidence.tuning`). `reuse`: a
-    comparison folder of the same pretraining whose finished runs stand in (module docstring). Tasks are scored on
-    test when `finetune` sets ``eval_test``, else on validation. `finetune_examples` caps each task's training
-    examples (None = all). `only`: run just these variants (cells kept), write no report, return None (the suite
-    split over machines). `interim`: train nothing; write interim.md and interim.json from the variants whose runs
-    have all finished (the others in "pending"). Unknown variants, tasks or sources not installed fail first."""
-    names, tasks, only = _check(variants, tasks, seeds, only)
+
+def pretrain_finetune(config: SuiteConfig, out: str | Path = "runs/finetune", *, reuse: str | Path | None = None,
+                      only: Sequence[str] | None = None, interim: bool = False, log=print) -> dict | None:
+    """Pretrain an MLM encoder per variant (and seed) of `config` on its `pretrain_data`, fine-tune it on every task
+    of its `tasks`; write report.md and results.json into `out`; return the results.
+
+    `reuse`: a comparison folder of the same pretraining whose finished runs stand in (module docstring). `only`:
+    run just these variants (cells kept), write no report, return None (the suite split over machines). `interim`:
+    train nothing; write interim.md and interim.json from the variants whose runs have all finished (the others in
+    "pending"). Unknown variants, tasks or sources not installed fail first."""
+    c = config
+    names, tasks, only = _check(c.variants, c.tasks, c.seeds, only)
     if only is not None and interim:
         raise ConfigError("interim reports the finished variants and trains none: drop `only`")
-    _check_installed([pretrain_data] + [SUITE[t].data for t in tasks])
-    out, model = Path(out), dict(model or {})
+    _check_installed([c.pretrain_data] + [SUITE[t].data for t in tasks])
+    out, model, tune = Path(out), dict(c.model or {}), c.tune
     pooling = model.pop("pooling", None)
-    base = {**COMMON, "preset": preset, "device": device, "threads": threads}
-    pre_cfg = _stage(base, PRETRAIN, pretrain_steps, {"data": pretrain_data, **(pretrain or {})})
-    fine_base = _stage(base, FINETUNE, finetune_steps, {"max_examples": finetune_examples, **(finetune or {})})
+    base = {**COMMON, "preset": c.preset, "device": c.device, "threads": c.threads}
+    pre_cfg = _stage(base, PRETRAIN, c.pretrain_steps, {"data": c.pretrain_data, **(c.pretrain or {})})
+    fine_base = _stage(base, FINETUNE, c.finetune_steps, {"max_examples": c.finetune_examples, **(c.finetune or {})})
     cache: dict = {}  # shared across variants: one pretraining tokenizer, one encoding per task and seed
 
     def pre_data():
@@ -298,7 +310,7 @@ def pretrain_finetune(variants: Sequence[str] = DEFAULT_VARIANTS, tasks: Sequenc
         return cache["pretrain"]
 
     base_plus = _base_plus(out, names, pre_cfg, model, pre_data, log) if BASE_PLUS in names else None
-    suite = _Suite(names=names, tasks=tasks, seed_values=seed_list(seed, seeds), out=out, model=model,
+    suite = _Suite(names=names, tasks=tasks, seed_values=seed_list(c.seed, c.seeds), out=out, model=model,
                    pooling=pooling, pre_cfg=pre_cfg, fine_base=fine_base, tune=tune, base_plus=base_plus,
                    reuse=None if reuse is None else Path(reuse), floors=_read_json(out / FLOOR_FILE), cache=cache,
                    pre_data=pre_data, log=log, t0=time.time(), grid=Grid(out, log, interim=interim))
@@ -543,5 +555,6 @@ def _deltas(rows: list[dict]) -> list[str]:
 
 if __name__ == "__main__":  # a quick look: python -m synthformer.evidence.suite OUT [variants] [tasks]
     args = sys.argv[1:]
-    pretrain_finetune(args[1].split(",") if len(args) > 1 else DEFAULT_VARIANTS,
-                      args[2].split(",") if len(args) > 2 else DEFAULT_TASKS, args[0] if args else "runs/finetune")
+    pretrain_finetune(SuiteConfig(tuple(args[1].split(",")) if len(args) > 1 else DEFAULT_VARIANTS,
+                                  tuple(args[2].split(",")) if len(args) > 2 else DEFAULT_TASKS),
+                      args[0] if args else "runs/finetune")

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..evidence.judge import finding_line, judge_rows as evaluate, status_rank
+from ..evidence.judge import finding_line, judge_rows, status_rank
 from ..evidence.paper.claims import CLAIMS
 from ..evidence.compare import DEFAULT_SEEDS, SMALL_EVAL, SMALL_EVAL_SEEDS
 from ..evidence.rows import gate_line, with_floor
@@ -103,7 +103,7 @@ class Grid:
 
 @dataclass
 class Section:
-    """One part of a report: Markdown body plus the findings (claims.judge dicts) it checked."""
+    """One part of a report: Markdown body plus the findings (judge.judge dicts) it checked."""
 
     title: str
     body: str
@@ -192,7 +192,7 @@ def grid_section(grid: Grid, results: dict, tables: tuple, extra_body: str = "")
     rows = with_floor(results)
     kind = results["kind"]
     # judged now, not read from the grid's results.json: a rule changed since the runs applies to them too
-    found = [f for f in evaluate(rows, kind, gated=results.get("gated")) if f["table"] in tables]
+    found = [f for f in judge_rows(rows, kind, gated=results.get("gated")) if f["table"] in tables]
     body = [grid.note, "", table_markdown(rows, grid.task, kind=kind, split=results.get("split", "valid"))]
     if results.get("gated"):
         body += ["", f"**{gate_line(results['gated'])}**"]

@@ -52,14 +52,14 @@ MISSING = ("table5 needs synthformer.evidence.suite.pretrain_finetune (the pretr
 
 def _pipeline():
     try:
-        from ..evidence.suite import pretrain_finetune
+        from ..evidence.suite import SuiteConfig, pretrain_finetune
     except ModuleNotFoundError as e:
         if e.name != "synthformer.evidence.suite":
             raise
         raise ReproduceError(MISSING) from None
     except ImportError:
         raise ReproduceError(MISSING) from None
-    return pretrain_finetune
+    return SuiteConfig, pretrain_finetune
 
 
 def check() -> None:
@@ -111,7 +111,7 @@ def call(ctx) -> dict:
                           "tune": sweep.to_dict() if sweep else None}, ctx.name, ctx.log)
     if done is not None:
         return done
-    fn = _pipeline()
+    config, fn = _pipeline()
     if ctx.device:
         kw["device"] = ctx.device
     if ctx.threads:
@@ -120,8 +120,8 @@ def call(ctx) -> dict:
         kw["threads"] = 1
     # the same pretraining lr sweep for every variant (synthformer.evidence.tuning) at cpu and gpu; none at smoke
     table4_grid = None if ctx.reuse is None else ctx.reuse / table4_grids(ctx.budget)[0].key  # --reuse: its MLM grid
-    return fn(names, TASKS, folder, seeds=seeds, tune=sweep, reuse=table4_grid, only=ctx.only,
-              interim=ctx.interim, log=ctx.log, **kw)
+    return fn(config(tuple(names), tuple(TASKS), seeds=seeds, tune=sweep, **kw), folder, reuse=table4_grid,
+              only=ctx.only, interim=ctx.interim, log=ctx.log)
 
 
 def run(ctx):
