@@ -98,7 +98,7 @@ def split_cli_overrides(tokens: list[str]) -> list[tuple[str, object, bool]]:
     return out
 
 
-CONFIGS = Path(__file__).resolve().parent / "configs"  # the config files shipped with the package
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"  # the config files shipped: synthformer/configs
 
 
 def shipped_configs() -> list[str]:
