@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test demo bench clean
+.PHONY: install test test-all demo bench clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -14,7 +14,10 @@ $(STAMP): requirements.txt pyproject.toml
 
 install: $(STAMP)
 
-test: $(STAMP)
+test: $(STAMP)  # the suite without the tests marked slow (CI: .ci/run)
+	$(BIN)/python -m pytest -q -m "not slow" tests
+
+test-all: $(STAMP)  # every test, the slow end-to-end runs included
 	$(BIN)/python -m pytest -q tests
 
 demo: $(STAMP)

@@ -186,6 +186,7 @@ def test_chitchat_dialogue_context():
         load_source("chitchat", "seq2seq", context_turns=0)
 
 
+@pytest.mark.slow  # 8 s: two whole Bibles
 def test_bible_en_es_real():
     _prepared("bible-en-es")
     s = load_source("bible-en-es", "seq2seq")
@@ -203,8 +204,9 @@ def test_bible_en_es_real():
     assert len(rev.train) == 20 and rev.train[0][1] in {p[0] for p in s.train}
 
 
-@pytest.mark.parametrize("name,needle", [("bible-kjv", "In the beginning God created"),
-                                         ("bible-web", "In the beginning, God created")])
+@pytest.mark.parametrize("name,needle", [("bible-kjv", "In the beginning God created"),  # web: slow (4 s)
+                                         pytest.param("bible-web", "In the beginning, God created",
+                                                      marks=pytest.mark.slow)])
 def test_bible_lm_real(name, needle):
     _prepared(name)
     s = load_source(name, "lm")
@@ -264,6 +266,7 @@ def test_fashion_mnist_real():
     assert enc[0][0] == [v + tok.offset for v in x] and tok.decode_bytes(enc[0][0]) == bytes(x)
 
 
+@pytest.mark.slow  # 8 s on a fresh cache: the whole corpus
 def test_sentiment_real():
     _prepared("sentiment")
     s = load_source("sentiment", "classify")

@@ -157,6 +157,7 @@ def test_no_chapter_in_two_splits(pairs):
     assert not chapters["valid"] & chapters["test"] and len(chapters["valid"]) > 30
 
 
+@pytest.mark.slow  # 2-8 s: whole Bibles
 def test_bible_paraphrase_real():
     """KJV/WEB pairs: balanced, one positive and one nearby negative per verse, chapters whole."""
     from synthformer.data.sources.bible import NEGATIVE_MAX_DISTANCE, PAIR_SEPARATOR, verses

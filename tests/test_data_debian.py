@@ -170,6 +170,7 @@ def _real(**kw):
     return load_source("debian-descriptions", **kw)
 
 
+@pytest.mark.slow  # 6 s on a fresh cache: the whole index
 def test_real_index():
     s = _real()
     counts = {k: c["pairs"] for k, c in s.meta["counts"].items()}

@@ -126,6 +126,7 @@ def test_manpages_not_installed(tmp_path, monkeypatch):
         load_source("manpages-summ")
 
 
+@pytest.mark.slow  # 2-8 s: fetches and indexes the pages again
 def test_manpages_from_a_fresh_cache(tmp_path, monkeypatch):
     """Without dpkg's listing, `prepare` fetches both packages into the cache; same pairs."""
     system = _summ()

@@ -58,6 +58,7 @@ def run_script(name: str, *args: str):
                           env=env, timeout=300)
 
 
+@pytest.mark.slow  # 25 s: the whole script on CPU
 def test_the_gpu_checks_script_passes_its_cpu_try():
     """benchmarks/gpu_checks.py (part 1 of benchmarks/gpu.sh) runs where a GPU is lent only now and then: its
     CPU try (flex forced, forward only; every variant's step against the literal path) must keep passing."""
@@ -67,6 +68,7 @@ def test_the_gpu_checks_script_passes_its_cpu_try():
     assert re.search(r"^(\d+) of \1 checks passed", proc.stdout, re.M), proc.stdout[-2000:]
 
 
+@pytest.mark.slow  # 8 s: the script on CPU
 def test_the_gpu_routes_script_agrees_on_every_route_in_its_cpu_try():
     """benchmarks/gpu_routes.py (part 3 of gpu.sh) on CPU, small: every forced route of shared logits and of
     learned full logits gives today's output and gradients (its 'equal' column), and the script runs."""

@@ -535,6 +535,7 @@ def cli_classifier_run(tmp_path_factory):
     return root / "run"
 
 
+@pytest.mark.slow  # 13 s: remote code in a fresh process (the LM / seq2seq / MLM one stays in make test)
 def test_cli_classifier_export_predicts_as_synthformer_in_a_fresh_process(cli_classifier_run, tmp_path, capsys):
     """Pipeline labels (by name) and logits in a process that cannot import synthformer equal
     `synthformer generate` and synthformer's own model on the same texts."""

@@ -280,6 +280,7 @@ while time.monotonic() < end:  # a new checkpoint every step, the previous one r
 """
 
 
+@pytest.mark.slow  # 19 s: a writer process rotating checkpoints
 def test_loads_while_another_process_rotates_checkpoints_every_step(tmp_path):
     """A reader (as eval and generate read: the latest checkpoint, then its files) never fails while a
     second process writes a checkpoint and deletes the previous one as fast as it can."""

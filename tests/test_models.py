@@ -46,7 +46,13 @@ def test_forward_backward_every_kind_and_mixer(kind, attention):
     assert torch.isfinite(out).all()
 
 
-@pytest.mark.parametrize("attention", MIXERS)
+# 150 training steps each (2-4 s on 2 shared cores): V, R, Fix (the one that cannot learn) and a baseline in
+# `make test`, the others slow.
+LEARNS_FAST = ("vanilla", "random", "fixed_random", "lightconv")
+
+
+@pytest.mark.parametrize("attention", [m if m in LEARNS_FAST else pytest.param(m, marks=pytest.mark.slow)
+                                       for m in MIXERS])
 def test_an_encoder_learns_where_to_look(attention):
     """Target at i = the token at i-1 on random tokens: only the token mixer can move it there, and only by
     position (a check that the attention MLMs' slow start on real text, reproductions/NOTES.md, is not an
@@ -220,6 +226,7 @@ def hand_count(cfg, extra_per_layer):
     return v * d + n * d + cfg.num_layers * block + 2 * d
 
 
+@pytest.mark.slow  # 7 s: builds the base preset
 def test_base_preset_parameter_counts_follow_table1():
     d, n, h = 512, 512, 8
     counts = {}

@@ -226,10 +226,10 @@ def run_cli(argv: list[str], cwd: Path, blocked: tuple[str, ...] = NON_CORE) -> 
     return run_python(code, cwd=cwd)
 
 
-@pytest.mark.parametrize("argv,extra", [
+@pytest.mark.parametrize("argv,extra", [  # train in `make test`; the others are slow (5 s each: a fresh process)
     (["train", "--task", "lm", "--data", "x.txt", "--steps", "1", "--out", "run"], "train"),
-    (["export", "hf", "--run", "run", "--out", "hf"], "hf"),
-    (["plot", "bench", "rows.jsonl", "--out", "fig.png"], "plots"),
+    pytest.param(["export", "hf", "--run", "run", "--out", "hf"], "hf", marks=pytest.mark.slow),
+    pytest.param(["plot", "bench", "rows.jsonl", "--out", "fig.png"], "plots", marks=pytest.mark.slow),
 ])
 def test_core_only_cli_names_the_extra_to_install(argv, extra, tmp_path):
     """Each command that needs an extra ends in one line naming it (exit 2), never a traceback."""
@@ -243,6 +243,7 @@ def test_core_only_cli_names_the_extra_to_install(argv, extra, tmp_path):
     assert f"pip install 'synthformer[{extra}]'" in lines[0], lines
 
 
+@pytest.mark.slow  # 25 s: a fresh process per sub-command
 def test_core_only_help_of_every_command_works(tmp_path):
     """`--help` of every sub-command needs torch alone (the parsers import no extra)."""
     from synthformer.cli import COMMANDS
@@ -281,6 +282,7 @@ def test_bench_targets_ship_with_the_package():
     assert (ROOT / "benchmarks" / "targets.yaml").resolve() == DEFAULT_TARGETS  # the checkout's path still works
 
 
+@pytest.mark.slow  # 16 s: matplotlib in a fresh process
 def test_plot_out_creates_missing_folders(tmp_path):
     pytest.importorskip("matplotlib")
     rows = ROOT / "benchmarks" / "results" / "cpu-1thread-layer.jsonl"
@@ -296,8 +298,8 @@ def test_plot_out_creates_missing_folders(tmp_path):
 
 
 # ----------------------------------------------------------------------------- a real core-only venv
-# `slow` tests run in `make test` (nothing deselects them), and this one builds a venv and installs
-# torch into it (about 2 minutes on 2 shared cores): it runs only with SYNTHFORMER_SLOW=1.
+# `slow` tests run in `make test-all` only (`make test` deselects them), and this one builds a venv and
+# installs torch into it (about 2 minutes on 2 shared cores): even there it runs only with SYNTHFORMER_SLOW=1.
 SLOW_OPT_IN = pytest.mark.skipif(os.environ.get("SYNTHFORMER_SLOW") != "1",
                                  reason="builds a venv with torch (~2 min): set SYNTHFORMER_SLOW=1 to run it")
 

@@ -56,6 +56,7 @@ def test_table5_cpu_pretrains_table4s_mlm_and_fine_tunes_within_its_position_tab
     TrainConfig(**cpu["pretrain"]), TrainConfig(**cpu["finetune"])  # valid fields
 
 
+@pytest.mark.slow  # 20 s: two grids trained
 def test_table5_reuse_fine_tunes_table4s_runs_and_refuses_other_settings(tmp_path):
     """`reproduce table5 --reuse` takes table4's finished MLM runs of the same budget as its pretraining (the
     same config, checked): a sweep candidate from its cell (its run folder deleted here: the sweep needs the
@@ -159,7 +160,9 @@ def _check_report(out, name):
     return report, results
 
 
-@pytest.mark.parametrize("name", ["table2", "table3", "table4", "table5", "table7", "lra"])
+# table4 in `make test` (5 s); the others are slow (5-21 s each on 2 shared cores).
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n != "table4" else n
+                                  for n in ("table2", "table3", "table4", "table5", "table7", "lra")])
 def test_smoke_end_to_end(tmp_path, name):
     out = tmp_path / name
     code, _, err = reproduce(name, "--budget", "smoke", "--out", out)

@@ -88,7 +88,10 @@ EXPECTED = {"lm": ("ppl", "lm"), "mlm": ("ppl", "mlm"), "seq2seq": ("bleu", "seq
             "classify": ("accuracy", "classifier")}
 
 
-@pytest.mark.parametrize("task,attention", [("lm", "R+V"), ("mlm", "D"), ("seq2seq", "FR"), ("classify", "Fix")])
+# One task in `make test` (seq2seq: both stacks and decoding); the others are slow (7-11 s each on 2 shared cores).
+@pytest.mark.parametrize("task,attention", [pytest.param("lm", "R+V", marks=pytest.mark.slow),
+                                            pytest.param("mlm", "D", marks=pytest.mark.slow), ("seq2seq", "FR"),
+                                            pytest.param("classify", "Fix", marks=pytest.mark.slow)])
 def test_smoke_every_task_through_the_cli(task, attention, data, tmp_path):
     run = tmp_path / "run"
     proc = cli("train", "--task", task, "--data", data[task], "--attention", attention, "--out", run, *SMALL)
@@ -153,6 +156,7 @@ def test_resume_after_stop_gives_the_same_weights(task, data, tmp_path):
     assert strip(rows(full)) == strip(rows(parted))  # same losses at every step, no duplicated rows
 
 
+@pytest.mark.slow  # 13 s: two 60-step runs, one killed
 def test_resume_after_kill_gives_the_same_weights(data, tmp_path):
     """A real interruption: SIGKILL once a checkpoint exists, then --resume."""
     args = ["--data", data["lm"], "--steps", "60", "--batch_size", "4", "--seq_len", "24", "--vocab_size", "300",
@@ -288,6 +292,7 @@ def test_bad_train_options_are_one_line_errors(option, tmp_path):
 
 
 # ----------------------------------------------------------------------------- DDP
+@pytest.mark.slow  # 20 s: torchrun, two ranks
 def test_two_process_ddp_matches_one_process(data, tmp_path):
     """torchrun with 2 gloo ranks x 4 sequences sees the same global batches as 1 process x 8:
     the loss curves agree to float tolerance (dropout off)."""

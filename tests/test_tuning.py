@@ -215,6 +215,7 @@ def test_a_sweep_is_taken_from_another_folder_of_the_same_settings(dialogue, tmp
                 log=lambda m: None)
 
 
+@pytest.mark.slow  # 12 s: a candidate killed and resumed
 def test_a_candidate_killed_mid_run_resumes_from_its_checkpoint(dialogue, tmp_path):
     """A real interruption: `synthformer compare` is SIGKILLed once its sweep candidate has written a
     checkpoint (candidates keep the comparison's checkpoint_every), and the rerun resumes the candidate there
