@@ -29,6 +29,7 @@ PROVIDERS: dict[str, tuple[str, str]] = {
     "accelerate": ("accelerate", "hf"),
     "tensorboard": ("tensorboard", "tensorboard"),  # report_to= trackers: extras outside `all`
     "wandb": ("wandb", "wandb"),
+    "ray": ("ray", "ray"),  # --executor ray: grids on a Ray cluster
 }
 
 

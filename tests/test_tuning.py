@@ -81,8 +81,8 @@ def test_a_choice_at_an_edge_of_the_lr_grid_is_followed_beyond_it(tmp_path):
             trained.append((cfg.lr, cfg.table_lr_mult, cfg.warmup_steps, Path(cfg.out).name))
             return {"valid": {"loss": abs(cfg.lr / best_lr - 1) + (0.5 if cfg.table_lr_mult == 1 else 0)}}
 
-        chosen, scores = sweep("R", base, {}, tmp_path, TuneConfig(edge_steps=edge_steps), train_cell,
-                               log=lambda m: None)
+        chosen, scores = sweep("R", base, {}, tmp_path, TuneConfig(edge_steps=edge_steps),
+                               lambda cells: [train_cell(*c) for c in cells], log=lambda m: None)
         assert [s["lr"] for s in scores] == [t[0] for t in trained]
         assert all(name == candidate_name({"lr": lr, "warmup_steps": w, "table_lr_mult": t})
                    for lr, t, w, name in trained)
@@ -283,7 +283,8 @@ def test_a_classifier_sweep_with_every_candidate_at_the_majority_class_is_flagge
             valid = {"loss": cfg.lr, "accuracy": accuracy(cfg.lr), "chance_accuracy": chance}
             return {"valid": {k: v for k, v in valid.items() if v is not None}}
 
-        chosen, scores = sweep("V", base, {}, tmp_path, TuneConfig(), train_cell, log=logged.append)
+        chosen, scores = sweep("V", base, {}, tmp_path, TuneConfig(), lambda cells: [train_cell(*c) for c in cells],
+                               log=logged.append)
         table = tuning_markdown([{"variant": "V", "tuned": chosen, "sweep": scores}], TuneConfig().to_dict())
         return "\n".join(logged), table
 

@@ -31,3 +31,26 @@ def device_of(name: str) -> str:
         return str(resolve_device(name))
     except ValueError as e:  # a bad or missing device
         raise UsageError(str(e)) from None
+
+
+def add_executor_options(parser) -> None:
+    """How a grid's cells run (`compare`, `reproduce`): the same flags on both; they change no result."""
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="train this many cells at once, each in a worker process (default 1: one after "
+                             "another in this process); each uses the run's --threads (1 by default)")
+    parser.add_argument("--executor", default="local", choices=("local", "ray"),
+                        help="local: worker processes on this machine (--jobs); ray: each cell a Ray task, on a "
+                             "local Ray instance or the cluster of --address (pip install 'synthformer[ray]')")
+    parser.add_argument("--address", default=None,
+                        help="with --executor ray: the cluster to join (auto, or HOST:PORT of `ray start --head`); "
+                             "default: start a local Ray instance")
+    parser.add_argument("--gpus-per-cell", dest="gpus_per_cell", type=float, default=None,
+                        help="with --executor ray: the fraction of a GPU each cell asks for (e.g. 0.25 packs four "
+                             "small cells on one GPU)")
+
+
+def executor_of(args):
+    """The executor the options of `add_executor_options` name (one line for a bad combination)."""
+    from ..evidence.executors import make_executor
+
+    return make_executor(args.executor, args.jobs, args.address, args.gpus_per_cell)

@@ -14,7 +14,7 @@ from ..evidence.compare import (DEFAULT_SEEDS, DEFAULT_VARIANTS, DEFAULTS, SMALL
 from ..evidence.compare import __doc__ as COMPARE_DOC
 from ..evidence.paper.numbers import TASK_KINDS
 from ..evidence.tuning import make_tune
-from ._runs import add_passthrough_parser
+from ._runs import add_executor_options, add_passthrough_parser, executor_of
 
 NAME = "compare"
 HELP = "the main job: train the paper's variants on the same budget and tabulate"
@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--claims", help="comma-separated claim or table names to check (default: all of the "
                                     "task kind), e.g. 'Table 2' or t2-lm1b-fix-vs-r")
     p.add_argument("--out", help="run folder (default runs/compare-<timestamp>); rerun with it to continue")
+    add_executor_options(p)
     p.add_argument("--config", help="YAML file of TrainConfig / ModelConfig overrides, plus an optional "
                                     f"`compare:` section ({', '.join(COMPARE_KEYS)}; tune: true or a mapping of "
                                     "synthformer.evidence.tuning.TuneConfig fields)")
@@ -94,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out or Path("runs") / f"compare-{time.strftime('%Y%m%d-%H%M%S')}")
         gate = variants[0] if args.gate or section.get("gate") else None
         compare(variants, train_over, model_over, out, seeds=seeds,
-                kind=args.task_kind or section.get("task_kind"), claims=claims, tune=tune, gate=gate)
+                kind=args.task_kind or section.get("task_kind"), claims=claims, tune=tune, gate=gate,
+                executor=executor_of(args))
     except SynthformerError as e:
         print(f"synthformer compare: error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2

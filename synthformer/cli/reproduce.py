@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._runs import add_passthrough_parser
+from ._runs import add_executor_options, add_passthrough_parser, executor_of
 
 NAME = "reproduce"
 HELP = "reproduce a table or figure of the paper at a budget (smoke | cpu | gpu); --list shows them"
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="train nothing: in every grid of --out that has started, write interim.md from the variants "
                         "whose sweep and seeds have all finished (claims naming an unfinished one are left out); "
                         "safe beside the run that is filling the folder (table5: its suite, with the same --reuse)")
+    add_executor_options(p)
     p.add_argument("--publish", metavar="DIR", default=None,
                    help="after the run (reused when finished), copy its reports, results and figures (no weights) "
                         "to DIR/NAME and rewrite DIR/README.md")
@@ -76,7 +77,8 @@ def run(args, rest: list[str]) -> int:
                              "--publish")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     reproduce(opts.name, budget=opts.budget, seeds=opts.seeds, out=opts.out, device=opts.device,
-              threads=opts.threads, log=log, only=only, interim=opts.interim, reuse=opts.reuse)
+              threads=opts.threads, log=log, only=only, interim=opts.interim, reuse=opts.reuse,
+              executor=executor_of(opts))
     if opts.publish:
         from ..reproduce import default_out
 

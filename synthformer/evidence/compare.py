@@ -40,13 +40,13 @@ from ..utils.stats import is_number
 from .cells import cells_wall_s, curve
 from .judge import gate_note
 from .paper.claims import check_kind, select as select_claims
-from .grid import INTERIM, SETTINGS, Cell, Grid, Unfinished, check_settings, record_settings, run_folder, seed_list
+from .grid import INTERIM, SETTINGS, Cell, Grid, check_settings, record_settings, run_folder, seed_list
 from .paper.numbers import LABEL, task_kind
 from .rows import aggregate, gate_line, shape_text, variant_name, with_floor
 from .speed import add_speed, speed_note
 from .tables import floor_line, findings, findings_markdown, table_markdown, tuning_markdown
 from ..tasks.metrics import scalars
-from .tuning import TuneConfig, sweep, untuned, winner_run
+from .tuning import Sweep, TuneConfig, untuned, winner_run
 
 # The paper's Table 2 variants plus its strongest convolutional baseline (Table 4).
 DEFAULT_VARIANTS = ("V", "Fix", "R", "FR", "D", "FD", "R+V", "D+V", "dynamicconv")
@@ -97,7 +97,8 @@ def _open_folder(out: Path) -> None:
 def compare(variants: list[str], train_overrides: dict, model_overrides: dict, out: Path,
             log=print, seeds: int | None = None, kind: str | None = None, claims: list[str] | None = None,
             tune: TuneConfig | None = None, reuse: bool = False, only: list[str] | None = None,
-            interim: bool = False, sweeps_from: Path | None = None, gate: str | None = None) -> dict | None:
+            interim: bool = False, sweeps_from: Path | None = None, gate: str | None = None,
+            executor=None) -> dict | None:
     """Train every variant `seeds` times (seeds s, s+1, ...) into ``out``; write table.md, curves.png,
     results.json.
 
@@ -112,16 +113,15 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     `synthformer train`); a folder of other settings is refused. A finished comparison is refused too,
     or returned when `reuse`. Returns the results dict also written to results.json.
 
-    `sweeps_from`: another comparison folder of the same settings (say, the same grid of another reproduction)
-    whose finished sweep candidates (run folders or cells, checked: `reused`) stand in for this one's.
+    `sweeps_from`: another comparison folder of the same settings whose finished sweep candidates stand in.
 
-    `only`: train just these variants' cells (sweep and seeds) and return None, writing no results: a
-    grid split over machines, each running its share in a clone of the folder; once every cell is there
-    (cells/, merged), the same call without `only` writes the results without training.
+    `only`: train just these variants' cells (sweep and seeds) and return None, writing no results.
 
     `interim`: train nothing; write ``interim.md`` (no results.json) from the variants whose sweep and
     seeds have all finished, judging only the claims none of whose variants is still pending. It reads a
     folder another comparison may be writing, so it takes no lock; a finished comparison returns its results.
+
+    `executor`: how unfinished cells train (`synthformer.evidence.executors`); None: here, one after another.
 
     `gate`: the first variant (V); when it beats the floor on no claim the floor gates (`judge.gate_note`), the
     rest are not trained. results["gated"] says so, and a claim naming them is inconclusive (`judge.judge_rows`).
@@ -149,7 +149,7 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
                 "model": dict(model_overrides), "seeds": "auto" if seeds is None else seeds,
                 "tune": tune.to_dict() if tune else None, **({"gate": names[0]} if gate else {})}
     plan = _Plan(tuple(names), base, dict(model_overrides), out, seeds, kind, chosen, tune, settings,
-                 None if only is None else tuple(only), sweeps_from, gate is not None)
+                 None if only is None else tuple(only), sweeps_from, gate is not None, executor)
     if interim:
         if only is not None:
             raise CompareError("interim reports the finished variants and trains none: drop `only`")
@@ -191,6 +191,7 @@ class _Plan:
     only: tuple[str, ...] | None = None
     sweeps_from: Path | None = None
     gate: bool = False
+    executor: object = None  # how the grid trains its cells (synthformer.evidence.executors); None: in this process
 
 
 def _run(plan: _Plan, log, interim: bool = False) -> dict | None:
@@ -207,24 +208,21 @@ def _run(plan: _Plan, log, interim: bool = False) -> dict | None:
         record_settings(out, plan.settings)  # the data loaded: from here on the folder holds this comparison
     log(f"{out}: {', '.join(names)} x {seeds} seed(s)"
         + (", each after the same learning-rate sweep" if plan.tune else ""))
-    grid = Grid(out, log, interim=interim)
-    rows, pending, gated, chosen = [], [], None, plan.claims
-    for i, name in enumerate(names):
-        if plan.only is not None and name not in plan.only:
-            continue
-        try:
-            rows.append(_variant_row(plan, grid, data, i, name, seeds, t0, log))
-        except Unfinished as e:  # interim only: this variant waits
-            log(f"{name}: not finished ({e})")
-            pending.append(name)
-            continue
-        if plan.gate and i == 0 and plan.only is None and len(names) > 1:
-            floor = _floor(out, base.task, plan.kind, data, log, "test" if base.eval_test else "valid")
-            note = gate_note(rows[0], [floor] if floor else [], plan.kind, chosen)
-            if note:
-                gated = {"by": name, "skipped": list(names[1:]), "note": note}
-                log(f"{name} did not clear the floor ({note}): {', '.join(names[1:])} not trained (the grid's gate)")
-                break
+    grid = Grid(out, log, interim=interim, executor=plan.executor)
+    chosen, gated = plan.claims, None
+    todo = [n for n in names if plan.only is None or n in plan.only]
+    first = todo[:1] if plan.gate and plan.only is None and len(names) > 1 else []
+    rows, pending = _train_variants(plan, grid, data, first, seeds, t0, log)  # the gate alone first
+    if first and rows:
+        floor = _floor(out, base.task, plan.kind, data, log, "test" if base.eval_test else "valid")
+        note = gate_note(rows[0], [floor] if floor else [], plan.kind, chosen)
+        if note:
+            gated = {"by": names[0], "skipped": list(names[1:]), "note": note}
+            log(f"{names[0]} did not clear the floor ({note}): {', '.join(names[1:])} not trained (the grid's gate)")
+    if gated is None:
+        more_rows, more_pending = _train_variants(plan, grid, data, [n for n in todo if n not in first], seeds, t0,
+                                                  log)
+        rows, pending = rows + more_rows, pending + more_pending
     if plan.only is not None:  # a share of the grid: its cells are written, the results need every variant's
         return None
     speed = None
@@ -250,34 +248,64 @@ def _run(plan: _Plan, log, interim: bool = False) -> dict | None:
     return results
 
 
-def _variant_row(plan: _Plan, grid: Grid, data, i: int, name: str, seeds: int, t0: float, log) -> dict:
-    """One variant's row: its sweep (when tuned), then its seeds, each a cell of the grid."""
-    base, out, model = plan.base, plan.out, {**plan.model, "attention": name}
-    if plan.tune:
-        def candidate(c, o, tag):
-            theirs = plan.sweeps_from / Path(c.out).relative_to(out) if plan.sweeps_from else None
-            return grid.result(Cell(c, o, tag, data=lambda: data, theirs=theirs, their_grid=plan.sweeps_from))
-        tuned, scores = sweep(name, base, plan.model, out, plan.tune, candidate, log)
-    else:
-        tuned, scores = untuned(base), []
+def _train_variants(plan: _Plan, grid: Grid, data, names: list[str], seeds: int, t0: float,
+                    log) -> tuple[list[dict], list[str]]:
+    """The rows of `names` (in order) and the names not finished (interim): their sweeps first, the candidates of
+    every variant trained together, then every seed of every variant together, each run a cell of the grid
+    (so an executor with several workers keeps them busy)."""
+    base, out = plan.base, plan.out
+    tuned = {name: (untuned(base), []) for name in names}
+    waiting: set[str] = set()  # interim: a variant with an unfinished cell
+    sweeps = {name: Sweep(name, base, plan.model, out, plan.tune, log) for name in names} if plan.tune else {}
+    while active := [s for s in sweeps.values() if not s.done and s.variant not in waiting]:
+        batch = [(s, c) for s in active for c in s.pending()]
+        found = grid.run_all([_candidate(plan, data, *c) for _, c in batch])
+        for s in active:
+            results = [f for (owner, _), f in zip(batch, found) if owner is s]
+            if any(f is None for f in results):
+                waiting.add(s.variant)
+            else:
+                s.record([result for _, result in results])
+    for name, s in sweeps.items():
+        if name not in waiting:
+            tuned[name] = s.choice()
     total, cells = len(plan.names) * seeds, []
-    for j, seed in enumerate(seed_list(base.seed, seeds)):
-        tag = f"[{i * seeds + j + 1}/{total}] {name}" + (f" seed {seed}" if seeds > 1 else "")
-        cfg = dataclasses.replace(base, **tuned, out=str(run_folder(out, name, seed, seeds)), seed=seed)
-        cells.append(Cell(cfg, model, tag, data=lambda: data,
-                          continue_from=winner_run(scores, base) if j == 0 else None))
-    per_seed = []
-    for cell, (run, result) in zip(cells, grid.run_all(cells)):
-        # with eval_test the test split is what is reported and judged (the sweep chose on validation)
-        per_seed.append({"seed": cell.cfg.seed, "params": result["params"],
-                         "metrics": scalars(result["test"] if base.eval_test else result["valid"]),
-                         "valid_metrics": scalars(result["valid"]),
-                         "tokens_per_s": result["tokens_per_s"], "hardware": result.get("hardware"),
-                         "train_time_s": result["train_time_s"],
-                         "tokens": result["tokens"], "run": str(run), "model": result["model"],
-                         "train": result["train"]})
-        log(f"{cell.label}: {_summary(per_seed[-1], base.task)}  ({time.time() - t0:.0f}s so far)")
-    return {**aggregate(name, per_seed), "tuned": tuned, "sweep": scores}
+    for name in (n for n in names if n not in waiting):
+        i, (values, scores) = plan.names.index(name), tuned[name]
+        for j, seed in enumerate(seed_list(base.seed, seeds)):
+            tag = f"[{i * seeds + j + 1}/{total}] {name}" + (f" seed {seed}" if seeds > 1 else "")
+            cfg = dataclasses.replace(base, **values, out=str(run_folder(out, name, seed, seeds)), seed=seed)
+            cells.append(Cell(cfg, {**plan.model, "attention": name}, tag, data=lambda: data,
+                              continue_from=winner_run(scores, base) if j == 0 else None))
+    found = dict(zip((c.label for c in cells), grid.run_all(cells)))
+    rows = []
+    for name in names:
+        mine = [c for c in cells if c.model["attention"] == name]
+        if name in waiting or any(found[c.label] is None for c in mine):
+            log(f"{name}: not finished (interim: left out until every cell of it is there)")
+            waiting.add(name)
+            continue
+        per_seed = [_seed_row(c, *found[c.label], base) for c in mine]
+        for c, row in zip(mine, per_seed):
+            log(f"{c.label}: {_summary(row, base.task)}  ({time.time() - t0:.0f}s so far)")
+        rows.append({**aggregate(name, per_seed), "tuned": tuned[name][0], "sweep": tuned[name][1]})
+    return rows, [n for n in names if n in waiting]
+
+
+def _candidate(plan: _Plan, data, cfg, model: dict, tag: str) -> Cell:
+    """A sweep candidate as a cell (taken from `sweeps_from` when it finished there)."""
+    theirs = plan.sweeps_from / Path(cfg.out).relative_to(plan.out) if plan.sweeps_from else None
+    return Cell(cfg, model, tag, data=lambda: data, theirs=theirs, their_grid=plan.sweeps_from)
+
+
+def _seed_row(cell: Cell, run: Path, result: dict, base) -> dict:
+    """One seed's row; with eval_test the test split is what is reported and judged (the sweep chose on
+    validation)."""
+    return {"seed": cell.cfg.seed, "params": result["params"],
+            "metrics": scalars(result["test"] if base.eval_test else result["valid"]),
+            "valid_metrics": scalars(result["valid"]), "tokens_per_s": result["tokens_per_s"],
+            "hardware": result.get("hardware"), "train_time_s": result["train_time_s"], "tokens": result["tokens"],
+            "run": str(run), "model": result["model"], "train": result["train"]}
 
 
 def _floor(out: Path, task: str, kind: str, data, log, split: str = "valid") -> dict | None:

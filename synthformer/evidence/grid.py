@@ -68,35 +68,52 @@ class Cell:
 
 
 class Executor(Protocol):
-    """How a grid's cells are executed. `run_cells` returns one (run folder, result) per cell, in order."""
+    """How a grid's cells are trained (`synthformer.evidence.executors`): `train` returns one (result, curve) per
+    cell, in order (the curve None where the run folder is here to read it from). A cell that fails for a reason
+    of its own is one `GridError` naming it, raised once the other cells have finished."""
 
-    def run_cells(self, grid: "Grid", cells: Sequence[Cell]) -> list[tuple[Path, dict]]: ...
-
-
-class InProcess:
-    """The cells one after another in this process."""
-
-    def run_cells(self, grid: "Grid", cells: Sequence[Cell]) -> list[tuple[Path, dict]]:
-        return [grid.run(cell) for cell in cells]
+    def train(self, grid: "Grid", cells: Sequence[Cell]) -> list[tuple[dict, list | None]]: ...
 
 
 class Grid:
     """The cells of one folder `out`. `interim`: train and write nothing (a cell not finished is
-    `Unfinished`). `executor`: how `run_all` executes cells (default `InProcess`)."""
+    `Unfinished`, or None from `run_all`). `executor`: how `run_all` trains cells (default in this process,
+    one after another: `InProcess`)."""
 
     def __init__(self, out: Path, log=print, interim: bool = False, executor: Executor | None = None):
         self.out, self.log, self.interim = Path(out), log, interim
         self.executor = executor or InProcess()
 
-    def run_all(self, cells: Sequence[Cell]) -> list[tuple[Path, dict]]:
-        """(run folder, result) of every cell, through the executor."""
-        return self.executor.run_cells(self, cells)
-
     def result(self, cell: Cell) -> dict:
         return self.run(cell)[1]
 
     def run(self, cell: Cell) -> tuple[Path, dict]:
-        """(the run folder the result belongs to, the result) of one cell: reused when finished, else trained."""
+        """(the run folder the result belongs to, the result) of one cell: reused when finished, else trained
+        here. Interim: `Unfinished` when it has not finished."""
+        found = self.lookup(cell)
+        if found is not None:
+            return found
+        if self.interim:
+            raise Unfinished(f"{cell.label} has not finished")
+        result = self.train_here(cell)
+        save_cell(self.out, cell.run, result)
+        return cell.run, result
+
+    def run_all(self, cells: Sequence[Cell]) -> list[tuple[Path, dict] | None]:
+        """(run folder, result) of every cell: the finished ones reused, the others trained together by the
+        executor (None for each of those in an interim report)."""
+        out = [self.lookup(cell) for cell in cells]
+        todo = [i for i, found in enumerate(out) if found is None]
+        if self.interim or not todo:
+            return out
+        for i, (result, rows) in zip(todo, self.executor.train(self, [cells[i] for i in todo])):
+            save_cell(self.out, cells[i].run, result, rows)
+            out[i] = (cells[i].run, result)
+        return out
+
+    def lookup(self, cell: Cell) -> tuple[Path, dict] | None:
+        """(run folder, result) of a finished cell, checked against the grid: its done.json, else its cell, else
+        the same run finished in another folder; None when it has to be trained."""
         from ..training.runs import read_done
 
         run = cell.run
@@ -104,12 +121,15 @@ class Grid:
             result = read_done(run)  # verified against the run manifest; one line when damaged
             check_cell(run, result, cell.cfg, cell.expected_model)
             self.log(f"{cell.label}: finished earlier, reusing {run}")
-        elif not run.exists() and not cell.needs_weights and (kept := load_cell(self.out, run)) is not None:
+            if not self.interim:
+                save_cell(self.out, run, result)
+            return run, result
+        if not run.exists() and not cell.needs_weights and (kept := load_cell(self.out, run)) is not None:
             result = kept["result"]
             check_cell(cell_file(self.out, run), result, _as_kept(cell.cfg, result), cell.expected_model)
             self.log(f"{cell.label}: finished earlier, reusing its cell {cell_file(self.out, run)}")
             return run, result
-        elif cell.theirs is not None and (result := reused(
+        if cell.theirs is not None and (result := reused(
                 cell.theirs, None if cell.needs_weights else cell.their_grid, cell.cfg, cell.expected_model)) is not None:
             self.log(f"{cell.label}: finished in {cell.theirs}, reusing it")
             if not cell.keep_theirs:
@@ -117,15 +137,11 @@ class Grid:
             if not self.interim:
                 save_cell(self.out, run, result, curve(cell.their_grid or cell.theirs.parent, cell.theirs))
             return run, result
-        elif self.interim:
-            raise Unfinished(f"{cell.label} has not finished")
-        else:
-            result = self._train(cell)
-        if not self.interim:
-            save_cell(self.out, run, result)
-        return run, result
+        return None
 
-    def _train(self, cell: Cell) -> dict:
+    def train_here(self, cell: Cell) -> dict:
+        """Train one cell in this process: a new run, a resumed one (its config.json is there), or one continuing
+        the run it repeats."""
         from ..training.loop import train
 
         resume = (cell.run / "config.json").exists()
@@ -136,6 +152,13 @@ class Grid:
         data = None if resume or cell.data is None else cell.data()
         return train(dataclasses.replace(cell.cfg, resume=resume), cell.model, data=data, label=cell.label,
                      log=self.log, continue_from=source)
+
+
+class InProcess:
+    """The cells one after another in this process (``--jobs 1``, the default executor)."""
+
+    def train(self, grid: Grid, cells: Sequence[Cell]) -> list[tuple[dict, list | None]]:
+        return [(grid.train_here(cell), None) for cell in cells]
 
 
 def _as_kept(cfg, result: dict):

@@ -370,8 +370,9 @@ def _variant_row(suite: _Suite, i: int, name: str) -> dict:
     theirs = suite.reuse if name != BASE_PLUS else None  # Base+ has no counterpart
     if suite.tune:
         root = out if name == _attention(name) else out / _folder(name)  # T5 Base+: its own V candidates
-        tuned, scores = sweep(_attention(name), suite.pre_cfg, overrides, root, suite.tune, lambda c, o, tag: _pretrain(
-            suite, c, o, tag, theirs and theirs / Path(c.out).relative_to(root), weights=False)[1], log)
+        tuned, scores = sweep(_attention(name), suite.pre_cfg, overrides, root, suite.tune, lambda cells: [_pretrain(
+            suite, c, o, tag, theirs and theirs / Path(c.out).relative_to(root), weights=False)[1]
+            for c, o, tag in cells], log)
     else:
         tuned, scores = untuned(suite.pre_cfg), []
     per_seed = []

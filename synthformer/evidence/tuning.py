@@ -109,47 +109,78 @@ def candidate_name(values: dict) -> str:
     return f"lr{values['lr']:.4g}-warmup{values['warmup_steps']}-tables{values['table_lr_mult']:g}"
 
 
-def sweep(variant: str, base, model_overrides: dict, out: Path, tune: TuneConfig, train_cell, log=print) -> tuple:
+class Sweep:
+    """One variant's sweep, step by step, so that a grid can train the candidates of several variants at once:
+    `pending` lists the candidate runs to train now (every candidate of the grid first, then one beyond an edge
+    at a time), `record` takes their results in that order, until `done`; then `choice`.
+
+    `base`: the comparison's TrainConfig. Scores: [{lr, warmup_steps, table_lr_mult, metric, valid, run}] in
+    candidate order."""
+
+    def __init__(self, variant: str, base, model_overrides: dict, out: Path, tune: TuneConfig, log=print):
+        self.variant, self.base, self.tune, self.log = variant, base, tune, log
+        self.model = {**model_overrides, "attention": variant}
+        self.folder = out / TUNE_DIR / variant
+        self.steps = tune.steps(base.steps)
+        self.scores: list[dict] = []
+        found = candidates(tune, base, has_tables(base.task, base.preset, model_overrides, variant))
+        self._next = [(values, f"{i + 1}/{len(found)}") for i, values in enumerate(found)]
+        self._edges = 0
+
+    @property
+    def done(self) -> bool:
+        return not self._next
+
+    def pending(self) -> list[tuple]:
+        """(TrainConfig, model overrides, label) of every candidate to train now."""
+        out = []
+        for values, label in self._next:
+            cfg = dataclasses.replace(self.base, **{**values, "warmup_steps": min(values["warmup_steps"], self.steps)},
+                                      steps=self.steps, out=str(self.folder / candidate_name(values)),
+                                      decode_examples=0, eval_test=False)
+            out.append((cfg, self.model, f"tune {self.variant} [{label}] {candidate_name(values)}"))
+        return out
+
+    def record(self, results: list[dict]) -> None:
+        """The results (done.json) of `pending`'s runs, in its order; then the next step, if any."""
+        for (values, _), result in zip(self._next, results):
+            folder = self.folder / candidate_name(values)
+            metrics = result.get("valid") or {}
+            valid = metrics.get(self.tune.metric)
+            if valid is None:
+                raise ConfigError(f"tuning {self.variant}: the validation metric {self.tune.metric!r} is missing "
+                                  f"from {folder}")
+            score = {**values, "metric": self.tune.metric, "valid": float(valid), "steps": self.steps,
+                     "run": str(folder)}
+            if metrics.get("accuracy") is not None and metrics.get("chance_accuracy") is not None:
+                score["above_chance"] = bool(metrics["accuracy"] > metrics["chance_accuracy"])
+            self.scores.append(score)
+        self._next = []
+        if self._edges < self.tune.edge_steps and (values := beyond_edge(self.scores)) is not None:
+            self._edges += 1
+            self._next = [(values, f"beyond the edge {self._edges}/{self.tune.edge_steps}")]
+
+    def choice(self) -> tuple[dict, list[dict]]:
+        """(the chosen values, every candidate's score), logged."""
+        scores = self.scores
+        best = best_index([c["valid"] for c in scores])
+        chosen = {k: scores[best][k] for k in TUNED_KEYS}
+        self.log(f"tune {self.variant}: chose {candidate_name(chosen)} (validation {self.tune.metric} "
+                 f"{scores[best]['valid']:.4f} of {len(scores)} candidates at {self.steps} steps)")
+        if at_chance(scores):
+            self.log(f"tune {self.variant}: warning: no candidate beat the majority class on validation, so the choice "
+                     "rests on noise; train the candidates longer (a grid's tune_fraction, or more steps)")
+        return chosen, scores
+
+
+def sweep(variant: str, base, model_overrides: dict, out: Path, tune: TuneConfig, train_cells, log=print) -> tuple:
     """Run (or reuse) the candidates of one variant; returns (chosen values, the candidates' scores).
-
-    `base`: the comparison's TrainConfig; `train_cell(cfg, model_overrides, tag)` trains or reuses the
-    run ``cfg.out`` and returns its result (done.json). Scores: [{lr, warmup_steps, table_lr_mult,
-    metric, valid, run}] in candidate order."""
-    tables = has_tables(base.task, base.preset, model_overrides, variant)
-    found = candidates(tune, base, tables)
-    steps = tune.steps(base.steps)
-    scores = []
-
-    def run(values: dict, label: str) -> None:
-        folder = out / TUNE_DIR / variant / candidate_name(values)
-        cfg = dataclasses.replace(base, **{**values, "warmup_steps": min(values["warmup_steps"], steps)}, steps=steps,
-                                  out=str(folder), decode_examples=0, eval_test=False)
-        result = train_cell(cfg, {**model_overrides, "attention": variant}, f"tune {variant} [{label}] "
-                            f"{candidate_name(values)}")
-        metrics = result.get("valid") or {}
-        valid = metrics.get(tune.metric)
-        if valid is None:
-            raise ConfigError(f"tuning {variant}: the validation metric {tune.metric!r} is missing from {folder}")
-        score = {**values, "metric": tune.metric, "valid": float(valid), "steps": steps, "run": str(folder)}
-        if metrics.get("accuracy") is not None and metrics.get("chance_accuracy") is not None:
-            score["above_chance"] = bool(metrics["accuracy"] > metrics["chance_accuracy"])
-        scores.append(score)
-
-    for i, values in enumerate(found):
-        run(values, f"{i + 1}/{len(found)}")
-    for k in range(tune.edge_steps):
-        values = beyond_edge(scores)
-        if values is None:
-            break
-        run(values, f"beyond the edge {k + 1}/{tune.edge_steps}")
-    best = best_index([c["valid"] for c in scores])
-    chosen = {k: scores[best][k] for k in TUNED_KEYS}
-    log(f"tune {variant}: chose {candidate_name(chosen)} (validation {tune.metric} {scores[best]['valid']:.4f} "
-        f"of {len(scores)} candidates at {steps} steps)")
-    if at_chance(scores):
-        log(f"tune {variant}: warning: no candidate beat the majority class on validation, so the choice rests on "
-            "noise; train the candidates longer (a grid's tune_fraction, or more steps)")
-    return chosen, scores
+    `train_cells([(cfg, model_overrides, tag), ...])` trains or reuses the runs ``cfg.out`` and returns their
+    results (done.json), in order."""
+    s = Sweep(variant, base, model_overrides, out, tune, log)
+    while not s.done:
+        s.record(train_cells(s.pending()))
+    return s.choice()
 
 
 def winner_run(scores: list[dict], base) -> Path | None:

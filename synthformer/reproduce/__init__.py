@@ -105,7 +105,8 @@ def open_folder(out: Path, name: str, budget: str, seeds: int | None) -> None:
 
 def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: str | Path | None = None,
               device: str | None = None, threads: int | None = None, log=print, tune=None,
-              only: list[str] | None = None, interim: bool = False, reuse: str | Path | None = None) -> dict | None:
+              only: list[str] | None = None, interim: bool = False, reuse: str | Path | None = None,
+              executor=None) -> dict | None:
     """Run one name at a budget into `out`; returns the results dict written to out/results.json (None
     with `only`: just those variants' cells are trained, in every grid that has them, or in table5's suite; None with
     `interim`: nothing is trained, and every started grid writes interim.md from its finished variants).
@@ -115,7 +116,8 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
     (the default sweep at cpu and gpu, none at smoke). `reuse`: a reproduction folder of the name this one
     reuses (the module's REUSES: table5 table4's, figures table2's) at the same budget, whose finished runs
     of the same settings stand in for this one's (table5: its pretraining sweep and seeds; figures: its
-    sweep); runs not finished there are trained here."""
+    sweep); runs not finished there are trained here. `executor`: how the grids train their cells
+    (`synthformer.evidence.executors`; None: one after another in this process)."""
     module = get(name)
     spec = module.SPEC
     check_budget(budget)
@@ -136,7 +138,7 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
     open_folder(out, name, budget, seeds)
     ctx = Context(name, budget, seeds, out, device=device, threads=threads, log=log,
                   tune=BUDGET_TUNE[budget] if tune is None else tune, only=only, interim=interim,
-                  reuse=None if reuse is None else Path(reuse))
+                  reuse=None if reuse is None else Path(reuse), executor=executor)
     if interim:
         _run_interim(ctx, module)
         return None

@@ -129,6 +129,7 @@ class Context:
     only: tuple | None = None  # train only these variants' cells, write no results (a grid split over machines)
     interim: bool = False  # train nothing: each started grid writes interim.md from its finished variants
     reuse: Path | None = None  # the reproduction whose finished runs stand in for this one's (module REUSES)
+    executor: object = None  # how the grids train their cells (synthformer.evidence.executors); None: in this process
 
     @property
     def seeds_text(self) -> str:
@@ -157,7 +158,7 @@ class Context:
         return compare(list(grid.variants), self.train_overrides(grid), dict(grid.model), self.out / grid.key,
                        log=self.log, seeds=self.seeds, kind=grid.kind, tune=self.tune_for(grid), reuse=True, only=only,
                        interim=self.interim, sweeps_from=None if self.reuse is None else self.reuse / grid.key,
-                       gate=grid.gate)
+                       gate=grid.gate, executor=self.executor)
 
     def tune_for(self, grid: Grid) -> TuneConfig | None:
         """The sweep of one grid: the budget's, with the grid's own candidate length where it sets one."""
