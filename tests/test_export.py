@@ -77,6 +77,7 @@ def test_onnx_torchscript_exporter(model):
     check(model, onnx_runner(f.getvalue()))
 
 
+@pytest.mark.slow  # 10 s: the dynamo exporter (the TorchScript one stays in make test)
 def test_onnx_dynamo_exporter(model, tmp_path):
     pytest.importorskip("onnxscript")
     with torch.no_grad(), warnings.catch_warnings():

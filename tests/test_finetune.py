@@ -86,6 +86,7 @@ def test_pair_splits_reads_the_sources_separator():
         encode_labelled([(("a", "b"), 0), ("c", 1)], tok)
 
 
+@pytest.mark.slow  # 7-10 s: whole Bibles
 def test_bible_paraphrase_is_encoded_as_pairs_in_a_classify_run():
     cfg = TrainConfig(task="classify", data="bible-paraphrase", max_examples=40, tokenizer="byte", seq_len=64)
     with warnings.catch_warnings():
@@ -256,6 +257,7 @@ def test_suite_sweeps_every_variants_pretraining_alike(tmp_path):
     assert "lr x1/4 of the base" in (tmp_path / "s" / "report.md").read_text()
 
 
+@pytest.mark.slow  # 14 s: a suite trained, then finished from its cells (the end-to-end suite stays in make test)
 def test_suite_finishes_from_its_cells_and_pretrains_only_a_seed_with_unfinished_tasks(tmp_path):
     """The suite's small files are enough to finish it elsewhere: with every run folder deleted, the cells
     (fine-tuning runs, sweep candidates, pretraining) give the same report and nothing trains; with one task's

@@ -275,6 +275,7 @@ def test_smoke_end_to_end(tmp_path, name):
         assert code == 2 and "holds results without the settings.json they were made with" in err
 
 
+@pytest.mark.slow  # 11 s: trains and draws every figure
 def test_figures_smoke_draws_histograms_and_heatmaps(tmp_path):
     out = tmp_path / "figures"
     code, _, err = reproduce("figures", "--budget", "smoke", "--out", out)
