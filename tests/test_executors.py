@@ -1,0 +1,165 @@
+"""Executors of the grid engine (synthformer.evidence.executors): worker processes (--jobs) and Ray give the
+cells the in-process executor gives; a worker killed mid-cell is retried; a driver killed and rerun trains only
+the missing cells; bad options are one line. Real processes and a real local Ray instance, no mocks."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import kill_cli_when, run_in_process
+from test_compare import dialogue  # noqa: F401 (the tiny data file fixture)
+
+GRID = ["--variants", "V,R", "--seeds", "1", "--seq_len", "24", "--vocab_size", "300", "--batch_size", "4",
+        "--eval_every", "2", "--eval_batches", "2", "--threads", "1", "--progress", "false", "--warmup_steps", "1"]
+VOLATILE = ("time_s", "_per_s", "eval_s", "wall_s")  # timings: the only fields allowed to differ ...
+SETTLED = ("hardware", "resume")  # ... with the machine and whether the run was resumed (not what it computed)
+
+
+def compare_main(*args):
+    from synthformer.cli.compare import main
+
+    return run_in_process(main, *args)
+
+
+def comparable(value, out: Path):
+    """A cell with its timings left out and its folder's path made relative."""
+    if isinstance(value, dict):
+        return {k: comparable(v, out) for k, v in value.items() if not any(s in k for s in VOLATILE)
+                and k not in SETTLED}
+    if isinstance(value, list):
+        return [comparable(v, out) for v in value]
+    if isinstance(value, str) and value.startswith(str(out)):
+        return value[len(str(out)):]
+    return value
+
+
+def cells(out: Path) -> dict:
+    return {f.relative_to(out / "cells").as_posix(): comparable(json.loads(f.read_text()), out)
+            for f in sorted((out / "cells").rglob("*.json"))}
+
+
+@pytest.fixture(scope="module")
+def in_process(dialogue, tmp_path_factory):  # noqa: F811
+    """The grid trained by the default executor: the reference every other executor must equal."""
+    out = tmp_path_factory.mktemp("grid") / "a"
+    code, _, err = compare_main(*GRID, "--steps", "4", "--data", dialogue, "--out", out)
+    assert code == 0, err
+    return cells(out)
+
+
+def test_local_jobs_give_the_cells_of_the_in_process_executor(in_process, dialogue, tmp_path):  # noqa: F811
+    out = tmp_path / "a"  # the same name: the cells' paths compare as they are
+    code, _, err = compare_main(*GRID, "--steps", "4", "--data", dialogue, "--out", out, "--jobs", "2")
+    assert code == 0, err
+    assert cells(out) == in_process and len(in_process) == 2
+    assert sorted(p.name for p in (out / "logs").iterdir()) == ["R.log", "V.log"]  # each cell's own log
+    assert "step" in (out / "logs" / "R.log").read_text()
+
+
+@pytest.mark.slow  # about a minute: a Ray instance starts
+def test_ray_gives_the_cells_of_the_in_process_executor(in_process, dialogue, tmp_path):  # noqa: F811
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        out = tmp_path / "a"
+        code, _, err = compare_main(*GRID, "--steps", "4", "--data", dialogue, "--out", out, "--executor", "ray")
+    finally:
+        ray.shutdown()
+    assert code == 0, err
+    assert cells(out) == in_process
+
+
+def _workers(pid: int) -> list[int]:
+    """The worker processes (multiprocessing spawn children, not its resource tracker) of process `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and "spawn_main" in cmd and "resource_tracker" not in cmd:
+            found.append(int(entry.name))
+    return found
+
+
+def _holds(pid: int, file: Path) -> bool:
+    """Whether process `pid` has `file` open."""
+    try:
+        return any(os.readlink(fd) == str(file.resolve()) for fd in Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+
+
+def test_a_worker_killed_mid_cell_is_retried_and_the_grid_equals_an_uninterrupted_run(dialogue, tmp_path):  # noqa: F811
+    """SIGKILL of the worker training V once it has a checkpoint: the cell is tried again (resuming from it) and
+    every cell equals the in-process run's."""
+    steps = ["--steps", "30", "--checkpoint_every", "5"]
+    ref = tmp_path / "ref" / "a"
+    assert compare_main(*GRID, *steps, "--data", dialogue, "--out", ref)[0] == 0
+    out = tmp_path / "a"
+    proc = subprocess.Popen([sys.executable, "-m", "synthformer", "compare", *GRID, *steps, "--data", str(dialogue),
+                             "--out", str(out), "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline, killed = time.time() + 240, None
+    while killed is None and time.time() < deadline and proc.poll() is None:
+        if (out / "V" / "checkpoints" / "latest.json").exists() and not (out / "V" / "done.json").exists():
+            for pid in _workers(proc.pid):
+                if _holds(pid, out / "logs" / "V.log"):  # the worker training V writes its log
+                    os.kill(pid, signal.SIGKILL)
+                    killed = pid
+                    break
+        time.sleep(0.05)
+    log, _ = proc.communicate(timeout=600)
+    assert killed is not None, log
+    assert proc.returncode == 0, log
+    assert "worker died" in log and "trying again" in log
+    assert cells(out) == cells(ref)
+
+
+def test_the_driver_killed_and_rerun_trains_only_the_missing_cells(dialogue, tmp_path):  # noqa: F811
+    steps = ["--steps", "20", "--checkpoint_every", "5"]
+    ref = tmp_path / "ref" / "a"
+    assert compare_main(*GRID, *steps, "--data", dialogue, "--out", ref)[0] == 0
+    out = tmp_path / "a"
+    kill_cli_when(lambda: (out / "cells" / "V.json").exists(), "compare", *GRID, *steps, "--data", dialogue,
+                  "--out", out, timeout=240)
+    assert (out / "cells" / "V.json").exists() and not (out / "results.json").exists()
+    code, stdout, err = compare_main(*GRID, *steps, "--data", dialogue, "--out", out, "--jobs", "2")
+    assert code == 0, err
+    said = stdout + err
+    assert "V: finished earlier" in said and "R: finished earlier" not in said
+    assert cells(out) == cells(ref)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("--jobs", "0"), "--jobs 0"),
+    (("--address", "auto"), "add --executor ray"),
+    (("--executor", "ray", "--gpus-per-cell", "2"), "--gpus-per-cell 2.0"),
+])
+def test_bad_executor_options_are_one_line(args, needle, dialogue, tmp_path):  # noqa: F811
+    code, _, err = compare_main(*GRID, "--steps", "2", "--data", dialogue, "--out", tmp_path / "x", *args)
+    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "x").exists()
+
+
+def test_without_ray_the_ray_executor_is_one_line_naming_the_extra_and_the_core_never_imports_ray(tmp_path):
+    hide = "import sys; sys.modules['ray'] = None; "
+    code = hide + ("from synthformer.cli import main; "
+                   "sys.exit(main(['compare', '--executor', 'ray', '--out', %r]))" % str(tmp_path / "x"))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "pip install 'synthformer[ray]'" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    imports = ("import sys, synthformer, synthformer.cli, synthformer.evidence.compare, synthformer.evidence.executors, "
+               "synthformer.reproduce; print('ray' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", imports], capture_output=True, text=True,
+                          timeout=120).stdout.strip() == "False"
