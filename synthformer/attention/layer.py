@@ -21,6 +21,7 @@ mixture in every mode. B = 0, Lq = 0 or Lk = 0 returns empty (or zero) outputs b
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 
 import torch
@@ -101,6 +102,12 @@ class SyntheticAttention(nn.Module):
                  dense_factors: tuple[int, int] | None = None, random_init_scale: float = 1.0,
                  fast: bool = True, random_init: str = "xavier", options: SynthesizerOptions | None = None):
         super().__init__()
+        for name, value in (("embed_dim", embed_dim), ("num_heads", num_heads), ("max_seq_len", max_seq_len)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):  # True is not 1 head, 8.5 no length
+                raise ConfigError(f"{name}={value!r} must be a positive integer")
+        if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real):
+            raise ConfigError(f"dropout={dropout!r} must be a number in [0, 1)")
+        embed_dim, num_heads, max_seq_len = int(embed_dim), int(num_heads), int(max_seq_len)
         if embed_dim <= 0 or num_heads <= 0 or max_seq_len <= 0:
             raise ConfigError(f"embed_dim={embed_dim}, num_heads={num_heads}, max_seq_len={max_seq_len} "
                              "must all be positive")
@@ -163,7 +170,8 @@ class SyntheticAttention(nn.Module):
                              "attn(x); for cross-attention use a layer built with causal=False and is_causal=False")
         return key
 
-    def _check(self, x: Tensor, memory: Tensor | None, key_padding_mask: Tensor | None, offset: int) -> int:
+    def _check(self, x: Tensor, memory: Tensor | None, key_padding_mask: Tensor | None, offset: int,
+               attn_mask: Tensor | None = None) -> int:
         if x.dim() != 3 or x.shape[-1] != self.embed_dim:
             raise InputError(f"x must have shape (batch, length, embed_dim={self.embed_dim}), got {tuple(x.shape)}")
         if memory is not None and (memory.dim() != 3 or memory.shape[-1] != self.embed_dim
@@ -179,6 +187,23 @@ class SyntheticAttention(nn.Module):
             lk = offset + lq
         if lk > self.max_seq_len:
             raise InputError(f"key length {lk} exceeds max_seq_len={self.max_seq_len}")
+        weight = self.v_proj.weight
+        if not x.is_floating_point():
+            raise InputError(f"x must be a floating-point tensor (embeddings), got {x.dtype}")
+        for name, t in (("x", x), ("memory", memory)):
+            if t is not None and t.device != weight.device:
+                raise InputError(f"{name} is on {t.device}, the layer's parameters on {weight.device}; move one "
+                                 f"of them (attn.to({str(t.device)!r}) or {name}.to({str(weight.device)!r}))")
+        if x.dtype != weight.dtype and not _autocast_on(x.device.type):
+            raise InputError(f"x is {x.dtype}, the layer's parameters {weight.dtype}; cast one of them "
+                             f"(x.to({weight.dtype}) or attn.to({x.dtype})), or run under torch.autocast")
+        for name, t in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
+            if t is not None and t.device != x.device:
+                raise InputError(f"{name} is on {t.device}, x on {x.device}; put them on one device")
+        if attn_mask is not None and attn_mask.dtype != torch.bool and not attn_mask.is_floating_point():
+            # as nn.MultiheadAttention: an integer 0/1 mask added as a bias would leave masked keys most of the weight
+            raise InputError(f"attn_mask must be bool (True = masked) or float (added to the logits), got "
+                             f"{attn_mask.dtype}; use attn_mask.bool() for a 0/1 mask, or a float mask with -inf")
         if key_padding_mask is not None:
             if key_padding_mask.dtype != torch.bool and not key_padding_mask.is_floating_point():
                 raise InputError(f"key_padding_mask must be bool (True = padding) or float (added to the logits, "
@@ -198,7 +223,7 @@ class SyntheticAttention(nn.Module):
         offset = cache.pos if cache is not None else 0
         if cache is not None and memory is None and not self.causal:
             raise InputError("a cache needs causal=True self-attention (or memory for cross-attention)")
-        lk = self._check(x, memory, key_padding_mask, offset)
+        lk = self._check(x, memory, key_padding_mask, offset, attn_mask)
         b, lq, _ = x.shape
         if b == 0 or lq == 0 or lk == 0:  # empty batch or sequence: empty output, as nn.MultiheadAttention
             out, weights = self._empty(x, lk, need_weights)
@@ -220,7 +245,8 @@ class SyntheticAttention(nn.Module):
         if key_padding_mask is not None:
             kp = ~key_padding_mask[:, None, None, :]  # (B, 1, 1, Lk)
             allowed = kp if allowed is None else allowed & kp
-        route = self._route(terms, v, lq, key_padding_mask, attn_mask, static, bias, need_weights or not self.fast)
+        literal = need_weights or not self.fast or x.device.type == "meta"  # meta: shapes only, the equations
+        route = self._route(terms, v, lq, key_padding_mask, attn_mask, static, bias, literal)
         path = paths.choose_path(route)
         causal_self = causal and memory is None
         inputs = PathInputs(
@@ -304,9 +330,11 @@ class SyntheticAttention(nn.Module):
             b, h = x.shape[0], self.num_heads
             if attn_mask.dim() == 3 and tuple(attn_mask.shape) == (b * h, lq, lk):  # nn.MultiheadAttention's 3-D
                 attn_mask = attn_mask.view(b, h, lq, lk)
-            if attn_mask.dim() not in (2, 4) or tuple(attn_mask.shape[-2:]) != (lq, lk):
-                raise InputError(f"attn_mask must have shape (Lq, Lk) = {(lq, lk)}, (B * H, Lq, Lk) or "
-                                 f"(B, H, Lq, Lk), got {tuple(attn_mask.shape)}")
+            if (attn_mask.dim() not in (2, 4) or tuple(attn_mask.shape[-2:]) != (lq, lk)
+                    or (attn_mask.dim() == 4 and (attn_mask.shape[0] not in (1, b) or attn_mask.shape[1] not in (1, h)))):
+                raise InputError(f"attn_mask must have shape (Lq, Lk) = {(lq, lk)}, (B * H, Lq, Lk) = {(b * h, lq, lk)} "
+                                 f"or (B or 1, H or 1, Lq, Lk) = ({b} or 1, {h} or 1, {lq}, {lk}), got "
+                                 f"{tuple(attn_mask.shape)}")
             if attn_mask.dtype == torch.bool:
                 allowed = ~attn_mask if allowed is None else allowed & ~attn_mask
             else:
@@ -315,3 +343,11 @@ class SyntheticAttention(nn.Module):
             pb = pad_bias.to(x.dtype)[:, None, None, :].expand(-1, 1, lq, -1)  # (B, 1, Lq, Lk)
             bias = pb if bias is None else bias + pb
         return allowed, bias
+
+
+def _autocast_on(device_type: str) -> bool:
+    """Whether autocast is on for ``device_type`` (False for a device autocast does not know, e.g. meta)."""
+    try:
+        return torch.is_autocast_enabled(device_type)
+    except RuntimeError:
+        return False
