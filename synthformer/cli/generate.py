@@ -34,6 +34,7 @@ def decoding_options(args) -> dict:
               ("top-k", args.top_k >= 0, ">= 0 (0 = all)"), ("top-p", 0 < args.top_p <= 1, "in (0, 1]"),
               ("temperature", 0 < args.temperature < math.inf, "> 0 and finite"),
               ("length-penalty", math.isfinite(args.length_penalty), "a finite number")]
+    checks.append(("seed", -2**63 <= args.seed < 2**64, "in [-2**63, 2**64) (what torch.manual_seed takes)"))
     for name, ok, rule in checks:
         if not ok:
             raise UsageError(f"--{name}={getattr(args, name.replace('-', '_'))} must be {rule}")
@@ -53,6 +54,10 @@ def run(args, rest: list[str]) -> int:
     if rest:
         raise UsageError(f"unexpected arguments {rest}; see `synthformer generate --help`")
     options = decoding_options(args)
+    try:
+        args.prompt.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8 reach argv as lone surrogates
+        raise UsageError("the prompt is not valid UTF-8 text; give it as UTF-8 (e.g. convert it with iconv)") from None
     run = open_trained(args.run, device=device_of(args.device))
     model, tok, cfg = run.model, run.tokenizer, run.model_config
     device = next(model.parameters()).device

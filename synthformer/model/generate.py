@@ -7,6 +7,7 @@ incremental caches; the uncached one recomputes the whole prefix, which tests co
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -38,8 +39,10 @@ def filter_logits(logits: Tensor, top_k: int = 0, top_p: float = 1.0) -> Tensor:
 
 def decode(stepper: Stepper, tokens: Tensor, max_new_tokens: int, eos_id: int, pad_id: int,
            strategy: str = "greedy", temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
-           num_beams: int = 4, length_penalty: float = 1.0, generator: torch.Generator | None = None) -> Tensor:
+           num_beams: int = 4, length_penalty: float = 1.0, generator: torch.Generator | None = None,
+           vocab_size: int | None = None) -> Tensor:
     """Extend ``tokens`` (B, L0) by up to ``max_new_tokens``; finished rows are padded after EOS.
+    ``vocab_size`` (the model's) bounds the beam width: a beam wider than the vocabulary cannot be filled.
 
     Returns (B, L0 + steps).
     """
@@ -48,10 +51,15 @@ def decode(stepper: Stepper, tokens: Tensor, max_new_tokens: int, eos_id: int, p
     if max_new_tokens < 0 or num_beams < 1 or top_k < 0 or not 0.0 < top_p <= 1.0:
         raise InputError(f"need max_new_tokens >= 0, num_beams >= 1, top_k >= 0 and 0 < top_p <= 1; got "
                          f"{max_new_tokens}, {num_beams}, {top_k}, {top_p}")
+    if not 0.0 < temperature < math.inf:  # nan too: it would sample from nan probabilities
+        raise InputError(f"temperature={temperature} must be a finite number > 0")
+    if not math.isfinite(length_penalty):
+        raise InputError(f"length_penalty={length_penalty} must be a finite number")
     if strategy == "beam":
+        if vocab_size is not None and num_beams > vocab_size:
+            raise InputError(f"num_beams={num_beams} is wider than the vocabulary ({vocab_size} tokens); use at most "
+                             f"{vocab_size} (a few, e.g. 4, is usual)")
         return _beam(stepper, tokens, max_new_tokens, eos_id, pad_id, num_beams, length_penalty)
-    if temperature <= 0:
-        raise InputError(f"temperature={temperature} must be > 0")
     done = torch.zeros(tokens.shape[0], dtype=torch.bool, device=tokens.device)
     n_new = tokens.shape[1]
     for _ in range(max_new_tokens):

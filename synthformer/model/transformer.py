@@ -124,7 +124,8 @@ class LanguageModel(SynthformerModel):
         was_training = self.training
         self.eval()
         budget = min(max_new_tokens, self.config.max_seq_len - prompt_ids.shape[1])
-        out = decode(self.stepper(use_cache), prompt_ids, budget, self.config.eos_id, self.config.pad_id, **kwargs)
+        out = decode(self.stepper(use_cache), prompt_ids, budget, self.config.eos_id, self.config.pad_id,
+                     vocab_size=self.config.vocab_size, **kwargs)
         self.train(was_training)
         return out
 
@@ -212,7 +213,7 @@ class Seq2Seq(SynthformerModel):
         start = torch.full((src.shape[0], 1), self.config.bos_id, dtype=torch.long, device=src.device)
         budget = min(max_new_tokens, self.config.max_seq_len - 1)
         out = decode(self.stepper(memory, src_padding_mask, use_cache), start, budget,
-                     self.config.eos_id, self.config.pad_id, **kwargs)
+                     self.config.eos_id, self.config.pad_id, vocab_size=self.config.vocab_size, **kwargs)
         self.train(was_training)
         return out[:, 1:]
 
