@@ -64,9 +64,22 @@ def save_checkpoint(out: Path, step: int, model, optimizer, rank_states: list, c
         os.replace(tmp, final)
         fsync_dir(folder)
     atomic_write_json(folder / LATEST, {"step": step, "path": name})
-    for old in sorted(p for p in folder.glob("step-*") if p.is_dir())[:-keep]:
+    for old in rotated(folder, name, keep):
         remove_unless_read(old)  # one being read (load_model, eval) goes at a later rotation
     return final
+
+
+def rotated(folder: Path, newest: str, keep: int) -> list[Path]:
+    """The checkpoint folders to remove once `newest` (just written and named by latest.json) is in place: those
+    beyond the `keep` newest on the run's way to it. The newest is never among them, whatever else lies there: a
+    higher-numbered one is left from a path the run no longer takes (latest.json deleted to restart, or a killed
+    writer) and goes too, as the run writes that step again when it gets there."""
+    at = int(_STEP_NAME.fullmatch(newest).group(1))
+    steps = {p: int(m.group(1)) for p in folder.glob("step-*")
+             if p.is_dir() and p.name != newest and (m := _STEP_NAME.fullmatch(p.name))}
+    earlier = sorted((p for p, n in steps.items() if n < at), key=steps.get)
+    stale = [p for p, n in steps.items() if n > at]
+    return stale + earlier[:max(0, len(earlier) - (keep - 1))]
 
 
 _STEP_NAME = re.compile(r"step-(\d+)")
