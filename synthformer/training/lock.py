@@ -53,10 +53,14 @@ class RunLock:
             if same:
                 break
             os.close(fd)  # the holder deleted the file as we opened it: lock the new one
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        os.fsync(fd)
         self.fd = fd
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            os.fsync(fd)
+        except BaseException:  # a full disk: no lock file left behind
+            self.release()
+            raise
         return self
 
     def release(self) -> None:

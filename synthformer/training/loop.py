@@ -31,6 +31,7 @@ reads its own shard of every batch, so ``batch_size`` is per rank (global batch 
 """
 from __future__ import annotations
 
+import errno
 import math
 import random
 import time
@@ -51,12 +52,19 @@ from .optim import build_optimizer, set_lr
 from .plan import model_config, prepare, run_data, stored_model_config, tokenizer_identity
 from .trackers import check_report_to
 from .runs import (MetricsLogger, check_folder, check_source, copy_metrics, load_run_tokenizer, open_run,
-                   read_run_config, write_done, write_start)
+                   read_run_config, remove_unstarted, write_done, write_start)
 from .task_data import TaskData, prepare_data  # noqa: F401 (re-exported: the names callers import from here)
 from ..tasks.base import to_device
 from .config import TrainConfig, lr_at
 
 __all__ = ["EVAL_ONLY", "RESULT_FREE", "RESUME_FREE", "TaskData", "TrainConfig", "evaluate", "lr_at", "prepare_data", "train"]
+
+
+class DivergedError(RunError):
+    """The training loss became NaN or infinite (too high a learning rate, or bf16 overflow)."""
+
+
+DISK_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS}  # a full disk, a file-size limit (ulimit -f)
 
 
 def default_out(task: str) -> str:
@@ -272,7 +280,8 @@ def _train_step(loop: _Loop, batches, autocast) -> tuple[float, float, object]:
     loop.step += 1
     loss_value = loss.item()  # also waits for the device, so the timing below is honest
     if not math.isfinite(loss_value):
-        raise FloatingPointError(f"loss became {loss_value} at step {loop.step}; lower lr or use precision=fp32")
+        raise DivergedError(f"loss became {loss_value} at step {loop.step} (lr={cfg.lr}); lower lr or use "
+                            "precision=fp32")
     elapsed, tokens = time.perf_counter() - t0, parts.data.task.num_tokens(batch) * loop.d.world_size
     c = loop.counters
     c["train_time"] += elapsed
@@ -400,37 +409,55 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
     source = None if continue_from is None else Path(continue_from)
     if source is not None and cfg.resume:
         raise RunError(f"continue_from={source} starts a new run; resume=true continues {out} itself: give one of them")
-    with open_run(out, d):
-        stored = check_folder(out, cfg, d, RESULT_FREE)
-        barrier(d)  # every rank has checked the folder before rank 0 writes to it
-        if source is not None:
-            parts = _continue(cfg, dict(model_overrides or {}), data, out, d, device, source, say)
-        elif stored is None:
-            parts = _start(cfg, dict(model_overrides or {}), data, out, d, device, say)
-        else:
-            parts = _reopen(cfg, stored, data, out, d, device, say)
-        step, counters, window = (_restore(parts, out, d, device, say, source) if cfg.resume or source
-                                  else (0, _new_counters(), (0.0, 0)))
-        if source is not None and d.main:
-            copy_metrics(source, out, step)
-        params = count_parameters(parts.model)
-        ddp = parts.model
-        if d.world_size > 1:
-            ddp = torch.nn.parallel.DistributedDataParallel(
-                parts.model, device_ids=[device] if device.type == "cuda" else None)
-        logger = MetricsLogger(out, d.main, cfg.report_to, step if cfg.resume else None)
-        mc = parts.model_cfg
-        say(f"run {out}: {cfg.task} on {cfg.data}, {mc.kind} attention={mc.attention}, {params:,} parameters, "
-            f"{cfg.steps} steps x {cfg.batch_size * d.world_size} sequences, device {device}, world size {d.world_size}")
-        loop = _Loop(cfg, parts, ddp, d, device, out, logger, say, label or cfg.task, step, counters, first_step=step,
-                     window_loss=float(window[0]), window_n=int(window[1]))
-        try:
-            if source is not None:  # this step's evaluation, with this run's settings, and its own checkpoint
-                _evaluate_and_checkpoint(loop, stopping=True)
-            _run_loop(loop)
-            if loop.step < cfg.steps:
-                say(f"stopped at step {loop.step} of {cfg.steps}; continue with resume=true (--resume --out {out})")
-                return {"stopped_at": loop.step, "out": str(out), "rank": d.rank}
-            return _finish(loop, params, wall0, source)
-        finally:
-            logger.close()
+    try:
+        with open_run(out, d):
+            stored = check_folder(out, cfg, d, RESULT_FREE)
+            barrier(d)  # every rank has checked the folder before rank 0 writes to it
+            try:
+                return _train_in(cfg, model_overrides, data, label, out, d, device, say, wall0, source, stored)
+            except Exception:
+                if stored is None and d.main:  # a new run that failed before its first checkpoint leaves nothing
+                    remove_unstarted(out)
+                raise
+    except OSError as e:
+        if e.errno not in DISK_ERRNOS:
+            raise
+        where = f": {e.filename}" if e.filename else ""  # a full disk or a file-size limit: one line
+        raise RunError(f"{out}: cannot write ({e.strerror or e}{where}); free some space (or raise ulimit -f) "
+                       "and run the command again") from None
+
+
+def _train_in(cfg: TrainConfig, model_overrides: dict | None, data: TaskData | None, label: str | None, out: Path,
+              d: Dist, device: torch.device, say, wall0: float, source: Path | None, stored: dict | None) -> dict:
+    """`train` inside the open run folder: build or reopen, restore, loop, finish."""
+    if source is not None:
+        parts = _continue(cfg, dict(model_overrides or {}), data, out, d, device, source, say)
+    elif stored is None:
+        parts = _start(cfg, dict(model_overrides or {}), data, out, d, device, say)
+    else:
+        parts = _reopen(cfg, stored, data, out, d, device, say)
+    step, counters, window = (_restore(parts, out, d, device, say, source) if cfg.resume or source
+                              else (0, _new_counters(), (0.0, 0)))
+    if source is not None and d.main:
+        copy_metrics(source, out, step)
+    params = count_parameters(parts.model)
+    ddp = parts.model
+    if d.world_size > 1:
+        ddp = torch.nn.parallel.DistributedDataParallel(
+            parts.model, device_ids=[device] if device.type == "cuda" else None)
+    logger = MetricsLogger(out, d.main, cfg.report_to, step if cfg.resume else None)
+    mc = parts.model_cfg
+    say(f"run {out}: {cfg.task} on {cfg.data}, {mc.kind} attention={mc.attention}, {params:,} parameters, "
+        f"{cfg.steps} steps x {cfg.batch_size * d.world_size} sequences, device {device}, world size {d.world_size}")
+    loop = _Loop(cfg, parts, ddp, d, device, out, logger, say, label or cfg.task, step, counters, first_step=step,
+                 window_loss=float(window[0]), window_n=int(window[1]))
+    try:
+        if source is not None:  # this step's evaluation, with this run's settings, and its own checkpoint
+            _evaluate_and_checkpoint(loop, stopping=True)
+        _run_loop(loop)
+        if loop.step < cfg.steps:
+            say(f"stopped at step {loop.step} of {cfg.steps}; continue with resume=true (--resume --out {out})")
+            return {"stopped_at": loop.step, "out": str(out), "rank": d.rank}
+        return _finish(loop, params, wall0, source)
+    finally:
+        logger.close()

@@ -26,14 +26,14 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import CKPT_DIR, RunError, checkpoint_name, latest_checkpoint, read_latest
+from .checkpoint import CKPT_DIR, LATEST, RunError, checkpoint_name, latest_checkpoint, read_latest
 from ..data import load_tokenizer
 from ..data.tokenizer import META_FILENAME
 from ..errors import SynthformerError
 from .distributed import Dist
 from ..utils.jsonl import read_rows
-from ..utils.integrity import (atomic_write_json, atomic_write_text, fsync_dir, fsync_file, remove_stale_temps,
-                               tmp_name, verify_manifest, write_manifest)
+from ..utils.integrity import (MANIFEST, atomic_write_json, atomic_write_text, fsync_dir, fsync_file,
+                               remove_stale_temps, tmp_name, verify_manifest, write_manifest)
 from .lock import LOCK_FILE, RunLock
 from .trackers import open_reporters
 
@@ -44,7 +44,7 @@ def read_run_config(out) -> dict:
     """``out/config.json``: ``{"model": {...}, "train": {...}, "world_size": N, ...}``, checked."""
     file = Path(out) / RUN_CONFIG
     if not file.is_file():
-        raise RunError(f"{file}: not found; {out} is not a run folder (give the out of a train run)")
+        raise RunError(f"{file}: {_not_a_file(file)}; {out} is not a run folder (give the out of a train run)")
     try:
         stored = json.loads(file.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -54,6 +54,15 @@ def read_run_config(out) -> dict:
         raise RunError(f"{file}: not a run config (needs \"model\" and \"train\" objects); restore it or "
                        "start a new run")
     return stored
+
+
+def _not_a_file(file: Path) -> str:
+    """Why `file` (not a regular file) cannot be read: missing, or what it is instead."""
+    if not file.exists():
+        return "not found (a dangling link)" if file.is_symlink() else "not found"
+    kind = "a folder" if file.is_dir() else "a device, pipe or socket"
+    link = f" (a link to {os.path.realpath(file)})" if file.is_symlink() else ""
+    return f"not a regular file: {kind}{link}"
 
 
 READ_BY_NAME = frozenset({RUN_CONFIG, TOKENIZER, META_FILENAME, METRICS, DONE})  # must be in the run manifest
@@ -95,7 +104,7 @@ def load_run_tokenizer(out):
     """The tokenizer a run trained with (``out/tokenizer.json``), or one RunError naming the file."""
     file = Path(out) / TOKENIZER
     if not file.is_file():
-        raise RunError(f"{file}: not found; the run folder is incomplete")
+        raise RunError(f"{file}: {_not_a_file(file)}; the run folder is incomplete")
     try:
         return load_tokenizer(file)
     except SynthformerError:
@@ -277,14 +286,37 @@ def _stored_alike(out: Path, cfg, d: Dist, free: tuple[str, ...], refused: str) 
 
 
 def write_start(out: Path, cfg, model_cfg, tokenizer, world_size: int) -> None:
-    """The tokenizer, then config.json (which marks a run; `cfg` a TrainConfig, `model_cfg` a ModelConfig):
-    called only once everything was built, so a start that fails earlier writes nothing."""
+    """The tokenizer, the manifest, then config.json (which marks a run; `cfg` a TrainConfig, `model_cfg` a
+    ModelConfig): called only once everything was built, so a start that fails earlier writes nothing. One
+    atomic step: config.json is written at a temporary name, listed in the manifest, and renamed into place
+    last, so a start killed at any moment leaves no run (the same command starts it again) or a whole one."""
     tokenizer.save(out)
     fsync_file(out / TOKENIZER)
-    atomic_write_json(out / RUN_CONFIG, {
+    tmp = tmp_name(out / RUN_CONFIG)
+    atomic_write_json(tmp, {
         "model": model_cfg.to_dict(), "train": cfg.to_dict(), "world_size": world_size,
         "torch": torch.__version__, "command": sys.argv, "created": time.strftime("%Y-%m-%d %H:%M:%S")})
-    write_manifest(out, skip=UNFINISHED)  # every file written so far: config.json and the tokenizer's
+    write_manifest(out, skip=UNFINISHED, extra={RUN_CONFIG: tmp})  # config.json and the tokenizer's files
+    os.replace(tmp, out / RUN_CONFIG)  # the marker: from here on the folder holds a run
+    fsync_dir(out)
+
+
+STARTED = (RUN_CONFIG, TOKENIZER, META_FILENAME, MANIFEST, METRICS)  # what a new run writes before a checkpoint
+
+
+def remove_unstarted(out: Path) -> None:
+    """Remove what a new run wrote (STARTED, temporary files, an empty checkpoints/) when it failed before its
+    first checkpoint: nothing there could be continued, and the same command then starts it afresh."""
+    out = Path(out)
+    ckpts = out / CKPT_DIR
+    if (out / DONE).exists() or (ckpts / LATEST).exists() or any(ckpts.glob("step-*")):
+        return  # a checkpoint was written: the run can be resumed
+    for folder in (out, ckpts):
+        remove_stale_temps(folder, mine_too=True)
+    for name in STARTED:
+        (out / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        ckpts.rmdir()
 
 
 class MetricsLogger:

@@ -91,11 +91,15 @@ def atomic_write_text(path: Path, text: str) -> None:
     """Write then rename: readers see the old file or the new one, never half of it."""
     path = Path(path)
     tmp = tmp_name(path)
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, a file-size limit: leave no half-written temporary file behind
+        tmp.unlink(missing_ok=True)
+        raise
     fsync_dir(path.parent)
 
 
