@@ -24,6 +24,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args, rest: list[str]) -> int:
+    from ..data.sources import SOURCES
     from ..training.plan import check_model_overrides
     from ..training.loop import RESULT_FREE, train
 
@@ -41,9 +42,15 @@ def run(args, rest: list[str]) -> int:
             raise UsageError(f"cannot change {', '.join(fixed)} when resuming; only {', '.join(RESULT_FREE)} may change")
         stored = read_run_config(out)["train"]
         stored["stop_after"] = None  # a stop is for one invocation only
-        cfg = make_train_config({**stored, **train_over, "out": out, "resume": True})
+        try:
+            cfg = make_train_config({**stored, **train_over, "out": out, "resume": True})
+        except UsageError as e:
+            raise UsageError(f"{Path(out) / 'config.json'}: {e}; restore it from a backup or start a new run") from None
         result = train(cfg)
     else:
+        data = train_over.get("data")
+        if data is not None and data not in SOURCES and Path(data).expanduser().exists():
+            train_over["data"] = str(Path(data).expanduser().resolve())  # stored so eval works from any folder
         cfg = make_train_config(train_over)
         check_model_overrides(cfg, model_over)  # a bad model option fails before any data is read
         result = train(cfg, model_over)

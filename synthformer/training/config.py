@@ -10,12 +10,14 @@ gives the type, ``RULES`` the range; the comment after a field is its `synthform
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 from dataclasses import dataclass
 
 import torch
 
 from ..data.tokenizer import TOKENIZERS
+from ..errors import ConfigError
 from ..model.config import PRESETS
 from .trackers import parse_report_to
 from ..tasks import TASKS
@@ -89,6 +91,17 @@ class TrainConfig:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainConfig":
+        """Build from a plain dict (a stored config.json's "train"); an unknown key is a ConfigError naming it."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = [k for k in d if k not in names]
+        if unknown:
+            close = difflib.get_close_matches(str(unknown[0]), names, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"unknown TrainConfig field {unknown[0]!r}{hint}")
+        return cls(**d)
+
 
 def _is_device(name: str) -> bool:
     try:
@@ -105,6 +118,10 @@ def _is_report_to(value: str) -> bool:
     return True
 
 
+MAX_STEPS = 10**9  # a billion optimizer steps (11 days at 1 ms a step): more is a typo, not a run
+MAX_VOCAB = 2**24  # BPE vocabulary: beyond this the tokenizer's own tables outgrow memory (1e9 asked for 70 GB)
+_STEPS = f"in [1, {MAX_STEPS:,}]"
+
 # Range of every field whose type alone does not say it (None passes where the type allows it).
 RULES: dict[str, tuple] = {
     "task": (lambda v: v in TASKS, f"one of {', '.join(TASKS)}"),
@@ -114,14 +131,14 @@ RULES: dict[str, tuple] = {
     "max_examples": (lambda v: v >= 1, ">= 1 (or None for all)"),
     "preset": (lambda v: v in PRESETS, f"one of {', '.join(PRESETS)}"),
     "tokenizer": (lambda v: v in TOKENIZERS, f"one of {', '.join(TOKENIZERS)}"),
-    "vocab_size": (lambda v: v >= 1, ">= 1"),
+    "vocab_size": (lambda v: 1 <= v <= MAX_VOCAB, f"in [1, {MAX_VOCAB:,}]"),
     "seq_len": (lambda v: v >= 2, ">= 2 (or None for the model's max_seq_len)"),
     "batch_size": (lambda v: v >= 1, ">= 1"),
     "max_tokens": (lambda v: v >= 1, ">= 1 (or None for no cap)"),
-    "steps": (lambda v: v >= 1, ">= 1"),
-    "lr": (lambda v: v > 0, "a finite number > 0"),
+    "steps": (lambda v: 1 <= v <= MAX_STEPS, _STEPS),
+    "lr": (lambda v: 0 < v <= 10, "a number in (0, 10] (AdamW diverges far below 10)"),
     "min_lr_ratio": (lambda v: 0 <= v <= 1, "in [0, 1]"),
-    "warmup_steps": (lambda v: v >= 0, ">= 0"),
+    "warmup_steps": (lambda v: 0 <= v <= MAX_STEPS, f"in [0, {MAX_STEPS:,}]"),
     "schedule": (lambda v: v in SCHEDULES, f"one of {', '.join(SCHEDULES)}"),
     "weight_decay": (lambda v: v >= 0, ">= 0"),
     "table_lr_mult": (lambda v: v > 0, "> 0"),
@@ -131,7 +148,7 @@ RULES: dict[str, tuple] = {
     "beta2": (lambda v: 0 <= v < 1, "in [0, 1)"),
     "grad_clip": (lambda v: v >= 0, ">= 0 (0 = off)"),
     "precision": (lambda v: v in PRECISIONS, f"one of {', '.join(PRECISIONS)}"),
-    "eval_every": (lambda v: v >= 0, ">= 0 (0 = only at the end)"),
+    "eval_every": (lambda v: 0 <= v <= MAX_STEPS, f"in [0, {MAX_STEPS:,}] (0 = only at the end)"),
     "eval_batches": (lambda v: v >= 0, ">= 0 (0 = the whole split)"),
     "final_eval_batches": (lambda v: v >= 0, ">= 0 (0 = the whole split)"),
     "decode": (lambda v: v in DECODES, f"one of {', '.join(DECODES)}"),
@@ -139,13 +156,13 @@ RULES: dict[str, tuple] = {
     "decode_examples": (lambda v: v >= 0, ">= 0"),
     "test_decode_examples": (lambda v: v is None or v >= 0, ">= 0, or none for the whole split"),
     "mask_prob": (lambda v: 0 < v <= 1, "in (0, 1]"),
-    "checkpoint_every": (lambda v: v >= 0, ">= 0 (0 = only at the end)"),
+    "checkpoint_every": (lambda v: 0 <= v <= MAX_STEPS, f"in [0, {MAX_STEPS:,}] (0 = only at the end)"),
     "keep_checkpoints": (lambda v: v >= 1, ">= 1"),
-    "log_every": (lambda v: v >= 1, ">= 1"),
+    "log_every": (lambda v: 1 <= v <= MAX_STEPS, _STEPS),
     "seed": (lambda v: 0 <= v < 2**32, "in [0, 2**32)"),
     "device": (_is_device, "auto, cpu, cuda, cuda:N or mps"),
     "threads": (lambda v: v >= 1, ">= 1 (or None for torch's default)"),
-    "stop_after": (lambda v: v >= 1, ">= 1 (or None)"),
+    "stop_after": (lambda v: 1 <= v <= MAX_STEPS, f"{_STEPS} (or None)"),
     "report_to": (_is_report_to, "none, tensorboard, wandb, or tensorboard,wandb"),
 }
 

@@ -17,13 +17,14 @@ import difflib
 import io
 import inspect
 import tokenize
+import typing
 from pathlib import Path
 
 from .._optional import require
 from ..errors import SynthformerError
 from ..model import PRESETS, ModelConfig
 from .config import TrainConfig
-from ..utils.typed import Mismatch, convert, field_types, type_name, union_members
+from ..utils.typed import Mismatch, convert, describe, field_types, type_name, union_members
 
 # ModelConfig fields the task and the tokenizer decide; set them through task= / vocab_size=.
 DATA_FIXED = ("kind", "vocab_size", "pad_id", "bos_id", "eos_id", "num_classes", "extra")
@@ -44,8 +45,22 @@ def coerce(key: str, value, tp, from_text: bool):
     try:
         return convert(value, tp, from_text)
     except Mismatch:
+        if any(typing.get_origin(o) in (tuple, list, dict) or o in (tuple, list, dict) for o in union_members(tp)):
+            raise UsageError(f"{key} expects {describe(tp)}, written {_syntax(tp)}; got {value!r}") from None
         options = " or ".join(type_name(o) for o in union_members(tp))
         raise UsageError(f"{key} expects {options}, got {value!r}") from None
+
+
+def _syntax(tp) -> str:
+    """How a list, tuple or mapping value is written on the command line, e.g. ``--dense_factors=4,8``."""
+    for o in union_members(tp):
+        origin, args = typing.get_origin(o), typing.get_args(o)
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            example = ",".join(str(4 * 2**i) for i in range(len(args)))
+            return f"{example} or [{example.replace(',', ', ')}]" + (" or none" if type(None) in union_members(tp) else "")
+        if origin is dict or o is dict:
+            return "{key: value, ...}"
+    return "a,b,c or [a, b, c]"
 
 
 # ----------------------------------------------------------------------------- keys and sources
@@ -126,7 +141,11 @@ def read_config_file(path: str) -> list[tuple[str, object, bool]]:
     file = find_config_file(path)
     yaml = require("yaml", "reading a config file")
     try:
-        data = yaml.safe_load(file.read_text()) or {}
+        data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{file}: not UTF-8 text (byte {e.start}); save the config file as UTF-8") from None
+    except OSError as e:
+        raise UsageError(f"{file}: cannot be read ({e.strerror or type(e).__name__}); give a readable YAML file") from None
     except yaml.YAMLError as e:
         raise UsageError(f"{file}: not valid YAML ({str(e).splitlines()[0]})") from None
     if not isinstance(data, dict):
@@ -150,7 +169,7 @@ def parse_overrides(tokens: list[str], config: str | None = None) -> tuple[dict,
 def make_train_config(overrides: dict) -> TrainConfig:
     """TrainConfig from typed overrides; its own checks' errors as one-line user errors."""
     try:
-        return TrainConfig(**overrides)
+        return TrainConfig.from_dict(overrides)
     except SynthformerError:
         raise
     except ValueError as e:  # TrainConfig checks that still raise a plain ValueError

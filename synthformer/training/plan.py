@@ -56,9 +56,17 @@ def prepare(cfg: TrainConfig, overrides: dict, tokenizer=None, log=print) -> Tas
 
 def check_model_overrides(cfg: TrainConfig, overrides: dict) -> None:
     """Fail fast, before any data is read: the overrides on the preset, for the task's model kind
-    (the data's fields at their defaults), and the memory the model will need. The run's own config
-    is :func:`model_config`."""
-    check_memory(ModelConfig.preset(cfg.preset, **{"kind": TASKS[cfg.task].model_kind, **overrides}))
+    (the data's fields at their defaults, the BPE vocabulary at the size asked for), and the memory the
+    model will need, its training too (on CPU, as the loop checks it). The run's own config is
+    :func:`model_config`."""
+    from .distributed import resolve_device
+    from .memory import check_training_memory
+
+    vocab = {"vocab_size": cfg.vocab_size} if cfg.tokenizer == "bpe" else {}  # the size asked for, an upper bound
+    model_cfg = ModelConfig.preset(cfg.preset, **{"kind": TASKS[cfg.task].model_kind, **vocab, **overrides})
+    check_memory(model_cfg)
+    if resolve_device(cfg.device).type == "cpu":  # as the training loop checks it, but before any data is read
+        check_training_memory(model_cfg, cfg.batch_size, seq_len(cfg, model_cfg.max_seq_len))
 
 
 def model_config(cfg: TrainConfig, overrides: dict, data: TaskData) -> ModelConfig:
@@ -171,9 +179,16 @@ def open_trained(path, device: str | None = "cpu", *, train_overrides: dict | No
     finished = model_dir is not None and model_dir.name == "model"
     if model_dir is None:
         model_dir, finished = run_model_folder(folder)
-        if not finished:
+        if not finished and (folder / "done.json").exists():  # finished, but its model/ went
+            say(f"note: {folder} finished, but its final model ({folder / 'model' / 'model.safetensors'}) is "
+                f"missing; using checkpoint {model_dir.name}")
+        elif not finished:
             say(f"note: {folder} is not finished; using checkpoint {model_dir.name}")
-    train = TrainConfig(**{**stored["train"], **(train_overrides or {}), "resume": False})
+    try:
+        train = TrainConfig.from_dict({**stored["train"], **(train_overrides or {}), "resume": False})
+    except ConfigError as e:
+        raise RunError(f"{folder / RUN_CONFIG}: the stored train config is invalid ({e}); restore it from a backup "
+                       "or train the run again") from None
     try:
         where = str(resolve_device(train.device if device is None else device))
     except ValueError as e:  # a bad or missing device

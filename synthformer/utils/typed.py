@@ -101,7 +101,10 @@ def _sequence(value, tp, from_text: bool):
     """A list, or a fixed-length tuple whose items are converted one by one; "8,16" and "[8, 16]" are text forms."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if from_text and isinstance(value, str):
-        value = _yaml(value if value.startswith("[") else f"[{value}]")
+        text = value.strip()
+        if text.startswith("(") and text.endswith(")"):  # Python's tuple syntax, (3,5)
+            text = text[1:-1]
+        value = _yaml(text if text.startswith("[") else f"[{text}]")
     if not isinstance(value, (list, tuple)):
         raise Mismatch
     if origin is tuple and args and args[-1] is not Ellipsis:
