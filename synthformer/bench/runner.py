@@ -66,7 +66,39 @@ def _resolve(args):
         raise ValueError(f"--precision {args.precision!r}: use {', '.join(PRECISIONS)} or fp32,bf16")
     if "bf16" in precisions and dtype != torch.float32:
         raise ValueError("--precision bf16 autocasts fp32 weights: leave --dtype at float32")
+    _check_sizes(args, dtype)
     return device, dtype, scopes, modes, layer_vars, model_vars
+
+
+def _check_sizes(args, dtype) -> None:
+    """Counts in range, and every case's (batch, heads, L, L) weights within this machine's memory, before
+    anything is timed (ValueError naming the option)."""
+    from ..memory import memory_limits
+
+    counts = {"--tokens": args.tokens, "--model-tokens": args.model_tokens, "--embed-dim": args.embed_dim,
+              "--heads": args.heads, "--repeats": args.repeats, "--decode-batch": args.decode_batch,
+              "--threads": args.threads, "--decode-repeats": args.decode_repeats}
+    for name, value in counts.items():
+        if value is not None and value < 1:
+            raise ValueError(f"{name} {value}: must be >= 1")
+    if args.warmup < 0:
+        raise ValueError(f"--warmup {args.warmup}: must be >= 0")
+    limits = memory_limits()
+    have = min(limits.values()) if limits else None
+    heads = {"--lengths": args.heads, "--model-lengths": PRESETS[args.preset].get("num_heads", args.heads)}
+    tokens = {"--lengths": args.tokens, "--model-lengths": args.model_tokens}
+    for option in ("--lengths", "--bf16-lengths", "--model-lengths", "--bf16-model-lengths"):
+        text = getattr(args, option[2:].replace("-", "_"))
+        base = option.replace("bf16-", "")
+        for length in _csv(text, int) if text is not None else []:
+            if length < 1:
+                raise ValueError(f"{option} {length}: every length must be >= 1")
+            batch = max(1, tokens[base] // length)
+            need = 4 * batch * heads[base] * length * length * dtype.itemsize  # logits, weights and gradients
+            if have is not None and need > have:
+                raise ValueError(f"{option} {length}: a case at this length needs about {need / 2**30:,.0f} GiB "
+                                 f"for its (batch, heads, L, L) weights, more than the {have / 2**30:,.1f} GiB "
+                                 "of memory here; lower the length")
 
 
 def _groups(args, device, dtype, scopes, modes, layer_vars, model_vars) -> dict:

@@ -27,14 +27,15 @@ from ..errors import SynthformerError
 from ..utils.integrity import trust_unverified
 from ..training.overrides import UsageError, coerce, field_help, make_train_config, parse_overrides
 from . import bench, compare, data, eval, export, generate, plot, reproduce, train
+from ._runs import OneLineParser
 
 # Sub-command name -> its module (in the order of `synthformer --help`).
 COMMANDS = {m.NAME: m for m in (train, eval, generate, compare, data, bench, plot, export, reproduce)}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="synthformer", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="synthformer", description=__doc__.split("\n\n")[0],
+                           formatter_class=argparse.RawDescriptionHelpFormatter)  # usage errors: one line
     parser.add_argument("--version", action="version", version=f"synthformer {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS.values():

@@ -23,6 +23,23 @@ def add_passthrough_parser(sub, name: str, text: str) -> argparse.ArgumentParser
     return p
 
 
+def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`parser` (and the sub-parsers it makes later) reporting a usage error as one UsageError line, exit
+    status 2 through the CLI's error policy, instead of argparse's usage block."""
+    def error(message: str):
+        raise UsageError(f"{parser.prog}: {message} (see `{parser.prog} --help`)")
+
+    parser.error = error
+    return parser
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one UsageError line (its sub-parsers are of this class too)."""
+
+    def error(self, message: str):
+        raise UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
+
+
 def device_of(name: str) -> str:
     """A device name checked as a user option."""
     from ..training.distributed import resolve_device

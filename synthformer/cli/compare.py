@@ -14,7 +14,8 @@ from ..evidence.compare import (DEFAULT_SEEDS, DEFAULT_VARIANTS, DEFAULTS, SMALL
 from ..evidence.compare import __doc__ as COMPARE_DOC
 from ..evidence.paper.numbers import TASK_KINDS
 from ..evidence.tuning import make_tune
-from ._runs import add_executor_options, add_passthrough_parser, executor_of
+from ..training.overrides import UsageError
+from ._runs import add_executor_options, add_passthrough_parser, executor_of, one_line_errors
 
 NAME = "compare"
 HELP = "the main job: train the paper's variants on the same budget and tabulate"
@@ -28,6 +29,11 @@ def add_parser(sub):
 
 
 def run(args, rest: list[str]) -> int:
+    # checked here first, each as one line: argparse's usage errors and empty items of --variants ("V," or "V,,R")
+    parsed, _ = one_line_errors(build_parser()).parse_known_args(rest)
+    if parsed.variants is not None and any(not v.strip() for v in parsed.variants.split(",")):
+        raise UsageError(f"--variants {parsed.variants!r} has an empty item; list the variants separated by single "
+                         "commas, e.g. --variants V,R,D+V")
     return int(main(rest) or 0)
 
 

@@ -38,6 +38,8 @@ def run(args, rest: list[str]) -> int:
         for name in list(SOURCES) if args.names == ["all"] else args.names:
             print(f"{name}: ready ({prepare_source(name, args.cache_dir)})")
         return 0
+    if args.n < 0:
+        raise UsageError(f"-n {args.n}: the number of examples to print must be >= 0")
     splits = load_source(args.name, args.task, max_examples=max(args.n, 30))
     print(splits)
     labels = splits.meta.get("labels")

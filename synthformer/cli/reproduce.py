@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._runs import add_executor_options, add_passthrough_parser, executor_of
+from ._runs import add_executor_options, add_passthrough_parser, device_of, executor_of, one_line_errors
 
 NAME = "reproduce"
 HELP = "reproduce a table or figure of the paper at a budget (smoke | cpu | gpu); --list shows them"
@@ -57,7 +57,7 @@ def run(args, rest: list[str]) -> int:
     from ..reproduce import ReproduceError, list_text, reproduce
     from ..reproduce.index import publish, write_index
 
-    parser = build_parser()
+    parser = one_line_errors(build_parser())
     opts = parser.parse_args(rest)
     if opts.list:
         print(list_text())
@@ -75,6 +75,8 @@ def run(args, rest: list[str]) -> int:
     if opts.interim and (only is not None or opts.publish):
         raise ReproduceError("--interim writes interim.md beside the grids and trains nothing: drop --only and "
                              "--publish")
+    if opts.device is not None:
+        device_of(opts.device)  # a bad or missing device fails here, before --out is made
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     reproduce(opts.name, budget=opts.budget, seeds=opts.seeds, out=opts.out, device=opts.device,
               threads=opts.threads, log=log, only=only, interim=opts.interim, reuse=opts.reuse,
