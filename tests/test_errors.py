@@ -173,6 +173,22 @@ def test_failures_are_one_line_and_leave_nothing(tmp_path, monkeypatch, trained)
     one_line_error(*run_cli("bench", "--scope", "layer", "--lengths", "100000000")[::2], "--lengths 100000000")
 
 
+@pytest.mark.slow
+def test_a_file_size_limit_is_one_line_and_leaves_nothing(tmp_path):
+    """A real `ulimit -f` in a second process: the checkpoint's weights hit it (safetensors' own error)."""
+    import resource
+    import subprocess
+    import sys
+
+    data, out = write_text(tmp_path), tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "synthformer.cli", "train", "--data", str(data), "--out", str(out),
+                           *TINY], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"},
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (16384, 16384)))
+    one_line_error(proc.returncode, proc.stderr, "File too large")
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("variant", ["V", "R", "Fix", "FR", "FD", "R+V"])
 def test_the_layer_names_bad_masks_and_inputs_in_one_line(variant):
     x = torch.randn(2, 5, 8)

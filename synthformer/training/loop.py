@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import errno
 import math
+import os
 import random
 import time
 from dataclasses import dataclass
@@ -419,12 +420,26 @@ def train(cfg: TrainConfig, model_overrides: dict | None = None, *, data: TaskDa
                 if stored is None and d.main:  # a new run that failed before its first checkpoint leaves nothing
                     remove_unstarted(out)
                 raise
-    except OSError as e:
-        if e.errno not in DISK_ERRNOS:
+    except Exception as e:
+        why = _disk_full(e)
+        if why is None:
             raise
-        where = f": {e.filename}" if e.filename else ""  # a full disk or a file-size limit: one line
-        raise RunError(f"{out}: cannot write ({e.strerror or e}{where}); free some space (or raise ulimit -f) "
-                       "and run the command again") from None
+        raise RunError(f"{out}: cannot write ({why}); free some space (or raise ulimit -f) and run the command "
+                       "again") from None
+
+
+def _disk_full(e: BaseException) -> str | None:
+    """What a failed write says when the disk is full or a file-size limit (ulimit -f) was hit, else None: an
+    OSError with such an errno, or a library's error (safetensors, torch.save) whose message or cause names one."""
+    texts = [os.strerror(n) for n in DISK_ERRNOS] + ["file write failed"]  # torch.save's PytorchStreamWriter
+    while e is not None:
+        if isinstance(e, OSError) and e.errno in DISK_ERRNOS:
+            return f"{e.strerror or e}{': ' + str(e.filename) if e.filename else ''}"
+        hit = next((t for t in texts if t in str(e)), None)
+        if hit is not None:
+            return hit
+        e = e.__cause__ or e.__context__
+    return None
 
 
 def _train_in(cfg: TrainConfig, model_overrides: dict | None, data: TaskData | None, label: str | None, out: Path,
