@@ -15,7 +15,7 @@ import torch
 
 from conftest import one_line_error, run_cli
 from synthformer import SyntheticAttention
-from synthformer.checkpoint import latest_checkpoint, save_checkpoint
+from synthformer.training.checkpoint import latest_checkpoint, save_checkpoint
 from synthformer.errors import ConfigError, InputError
 from synthformer.model import ModelConfig, build_model
 
@@ -140,7 +140,7 @@ def test_failures_are_one_line_and_leave_nothing(tmp_path, monkeypatch, trained)
     monkeypatch.setattr(os, "fsync", fsync)
     assert not (tmp_path / "full").exists()
     # a run that diverges (lr 1e9 reached through the schedule) before its first checkpoint: one line, nothing left
-    monkeypatch.setattr("synthformer.train.lr_at", lambda step, cfg: 1e9)
+    monkeypatch.setattr("synthformer.training.loop.lr_at", lambda step, cfg: 1e9)
     one_line_error(*run_cli("train", "--data", data, "--out", tmp_path / "nan", *TINY)[::2], "loss became")
     monkeypatch.undo()
     assert not (tmp_path / "nan").exists()
@@ -162,8 +162,8 @@ def test_failures_are_one_line_and_leave_nothing(tmp_path, monkeypatch, trained)
     stored = json.loads((run / "config.json").read_text())
     stored["train"]["bogus"] = 1
     (run / "config.json").write_text(json.dumps(stored))
-    from synthformer.integrity import write_manifest
-    from synthformer.runs import UNFINISHED
+    from synthformer.utils.integrity import write_manifest
+    from synthformer.training.runs import UNFINISHED
 
     write_manifest(run, skip={"train.lock"} if (run / "done.json").exists() else UNFINISHED)
     for command in (["eval", "--run", run], ["generate", "--run", run, "hi"]):

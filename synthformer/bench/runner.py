@@ -73,7 +73,7 @@ def _resolve(args):
 def _check_sizes(args, dtype) -> None:
     """Counts in range, and every case's (batch, heads, L, L) weights within this machine's memory, before
     anything is timed (ValueError naming the option)."""
-    from ..memory import memory_limits
+    from ..training.memory import memory_limits
 
     counts = {"--tokens": args.tokens, "--model-tokens": args.model_tokens, "--embed-dim": args.embed_dim,
               "--heads": args.heads, "--repeats": args.repeats, "--decode-batch": args.decode_batch,
