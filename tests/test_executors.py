@@ -100,6 +100,7 @@ def _holds(pid: int, file: Path) -> bool:
         return False
 
 
+@pytest.mark.slow  # about 25 s: two grids of 30 steps, one with a worker killed
 def test_a_worker_killed_mid_cell_is_retried_and_the_grid_equals_an_uninterrupted_run(dialogue, tmp_path):  # noqa: F811
     """SIGKILL of the worker training V once it has a checkpoint: the cell is tried again (resuming from it) and
     every cell equals the in-process run's."""
@@ -126,6 +127,7 @@ def test_a_worker_killed_mid_cell_is_retried_and_the_grid_equals_an_uninterrupte
     assert cells(out) == cells(ref)
 
 
+@pytest.mark.slow  # about 20 s: two grids and a killed driver
 def test_the_driver_killed_and_rerun_trains_only_the_missing_cells(dialogue, tmp_path):  # noqa: F811
     steps = ["--steps", "20", "--checkpoint_every", "5"]
     ref = tmp_path / "ref" / "a"

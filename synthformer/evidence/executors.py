@@ -80,9 +80,9 @@ def _outcome(job: Job) -> tuple[str, object]:
         return "error", f"{job.label}: {type(e).__name__}: {e} (traceback in {job.log_file})"
 
 
-def _work(job: Job, conn) -> None:  # a LocalJobs worker process
-    conn.send(_outcome(job))
-    conn.close()
+def _serve(conn) -> None:  # a LocalJobs worker process: cells until told to stop (torch is imported once)
+    while (job := conn.recv()) is not None:
+        conn.send(_outcome(job))
 
 
 def jobs_of(grid: Grid, cells) -> list[Job]:
@@ -127,69 +127,94 @@ def _raise_failures(errors: dict[int, str]) -> None:
 
 
 class LocalJobs:
-    """`jobs` cells at once, each in a worker process of its own."""
+    """`jobs` cells at once, in as many long-lived worker processes (each imports torch once, then trains one
+    cell after another); a worker that dies is replaced and its cell tried again."""
 
     def __init__(self, jobs: int, retries: int = RETRIES):
         self.jobs, self.retries = jobs, retries
 
-    def train(self, grid: Grid, cells) -> list[tuple[dict, list | None]]:
+    def train(self, grid: Grid, cells, done) -> None:
         jobs = jobs_of(grid, cells)
         ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch's threads
-        results: list = [None] * len(jobs)
-        tries, errors, queue, running = [0] * len(jobs), {}, deque(range(len(jobs))), {}
+        tries, errors, queue = [0] * len(jobs), {}, deque(range(len(jobs)))
+        workers: list[list] = []  # [process, connection, the job it trains or None]
         bar = Progress(len(jobs), grid.log)
         try:
-            while queue or running:
-                while queue and len(running) < self.jobs:
-                    i = queue.popleft()
-                    tries[i] += 1
-                    recv, send = ctx.Pipe(duplex=False)
-                    proc = ctx.Process(target=_work, args=(jobs[i], send), daemon=True)
-                    proc.start()
-                    send.close()
-                    running[i] = (proc, recv)
-                    bar.update(running=len(running), line=f"{jobs[i].label}: training (log: {jobs[i].log_file})")
-                multiprocessing.connection.wait([r for _, r in running.values()], timeout=1.0)
-                for i, (proc, recv) in list(running.items()):
-                    outcome = self._collect(proc, recv)
+            while queue or any(w[2] is not None for w in workers):
+                for w in workers:  # give idle workers work, starting workers as needed
+                    if w[2] is None and queue:
+                        w[2] = self._send(w, queue.popleft(), jobs, tries, bar)
+                while queue and len(workers) < min(self.jobs, len(jobs)):
+                    workers.append(self._start(ctx))
+                    workers[-1][2] = self._send(workers[-1], queue.popleft(), jobs, tries, bar)
+                multiprocessing.connection.wait([w[1] for w in workers] + [w[0].sentinel for w in workers], 1.0)
+                for w in list(workers):
+                    i = w[2]
+                    if i is None:
+                        continue
+                    outcome = self._collect(w)
                     if outcome is False:
-                        continue  # still running
-                    del running[i]
-                    bar.update(running=len(running))
-                    if outcome is None and tries[i] <= self.retries:  # died without a word: killed
-                        queue.append(i)
-                        bar.update(line=f"{jobs[i].label}: worker died (exit {proc.exitcode}); trying again "
-                                        f"({tries[i]}/{self.retries + 1})")
-                    elif outcome is None:
-                        errors[i] = f"{jobs[i].label}: its worker died {tries[i]} times (exit {proc.exitcode})"
-                        bar.update(failed=1, line=errors[i])
+                        continue  # still training
+                    w[2] = None
+                    if outcome is None:  # died without a word (killed): replaced, its cell tried again
+                        workers.remove(w)
+                        if tries[i] <= self.retries:
+                            queue.appendleft(i)
+                            bar.update(line=f"{jobs[i].label}: worker died (exit {w[0].exitcode}); trying again "
+                                            f"({tries[i]}/{self.retries + 1})")
+                        else:
+                            errors[i] = f"{jobs[i].label}: its worker died {tries[i]} times (exit {w[0].exitcode})"
+                            bar.update(failed=1, line=errors[i])
                     elif outcome[0] == "ok":
-                        results[i] = outcome[1]
+                        done(i, *outcome[1])
                         bar.update(done=1, line=f"{jobs[i].label}: done")
                     else:
                         errors[i] = outcome[1]
                         bar.update(failed=1, line=errors[i])
+                bar.update(running=sum(w[2] is not None for w in workers))
         finally:
-            for proc, _ in running.values():  # the driver interrupted: no orphan keeps training
-                proc.kill()
+            self._stop(workers)
             bar.close()
         _raise_failures(errors)
-        return results
 
     @staticmethod
-    def _collect(proc, recv):
-        """The worker's outcome; False while it runs; None when it ended without one (killed)."""
+    def _start(ctx) -> list:
+        recv, send = ctx.Pipe(duplex=True)
+        proc = ctx.Process(target=_serve, args=(send,), daemon=True)
+        proc.start()
+        send.close()
+        return [proc, recv, None]
+
+    @staticmethod
+    def _send(worker: list, i: int, jobs: list, tries: list, bar) -> int:
+        tries[i] += 1
+        worker[1].send(jobs[i])
+        bar.update(line=f"{jobs[i].label}: training (log: {jobs[i].log_file})")
+        return i
+
+    @staticmethod
+    def _collect(worker: list):
+        """The worker's outcome for its cell; False while it trains; None when it died without one."""
+        proc, conn, _ = worker
         try:
-            if recv.poll():
-                outcome = recv.recv()
-                proc.join()
-                return outcome
+            if conn.poll():
+                return conn.recv()
         except (EOFError, OSError):
             pass
-        if proc.is_alive():
-            return False
-        proc.join()
-        return None
+        return False if proc.is_alive() else None
+
+    @staticmethod
+    def _stop(workers: list) -> None:
+        for proc, conn, busy in workers:
+            if busy is None and proc.is_alive():
+                with contextlib.suppress(OSError):
+                    conn.send(None)
+            else:  # the driver interrupted mid-cell: no orphan keeps training
+                proc.kill()
+        for proc, _, _ in workers:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.kill()
 
 
 def _ray_job(job: Job):  # a Ray task: errors of the cell come back as values, so Ray retries only lost workers
@@ -203,7 +228,7 @@ class RayExecutor:
     def __init__(self, address: str | None = None, gpus_per_cell: float | None = None, retries: int = RETRIES):
         self.address, self.gpus_per_cell, self.retries = address, gpus_per_cell, retries
 
-    def train(self, grid: Grid, cells) -> list[tuple[dict, list | None]]:
+    def train(self, grid: Grid, cells, done) -> None:
         ray = require("ray", "--executor ray")
         if not ray.is_initialized():
             ray.init(address=self.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
@@ -211,20 +236,19 @@ class RayExecutor:
         jobs = jobs_of(grid, cells)
         refs = {task.options(num_cpus=max(1, job.cfg.threads or 1), num_gpus=self.gpus_per_cell or 0,
                              name=job.label).remote(job): i for i, job in enumerate(jobs)}
-        results: list = [None] * len(jobs)
         errors, bar, started = {}, Progress(len(jobs), grid.log), time.time()
         try:
             while refs:
-                done, _ = ray.wait(list(refs), num_returns=1, timeout=1.0)
-                bar.update(running=len(refs) - len(done))
-                for ref in done:
+                ready, _ = ray.wait(list(refs), num_returns=1, timeout=1.0)
+                bar.update(running=len(refs) - len(ready))
+                for ref in ready:
                     i = refs.pop(ref)
                     try:
                         outcome = ray.get(ref)
                     except ray.exceptions.RayError as e:  # the worker was lost more than `retries` times
                         outcome = ("error", f"{jobs[i].label}: {type(e).__name__} after {self.retries + 1} tries")
                     if outcome[0] == "ok":
-                        results[i] = outcome[1]
+                        done(i, *outcome[1])
                         bar.update(done=1, line=f"{jobs[i].label}: done ({time.time() - started:.0f}s)")
                     else:
                         errors[i] = outcome[1]
@@ -234,7 +258,6 @@ class RayExecutor:
                 ray.cancel(ref, force=True)
             bar.close()
         _raise_failures(errors)
-        return results
 
 
 def make_executor(executor: str = "local", jobs: int = 1, address: str | None = None,

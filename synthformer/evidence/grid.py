@@ -68,11 +68,12 @@ class Cell:
 
 
 class Executor(Protocol):
-    """How a grid's cells are trained (`synthformer.evidence.executors`): `train` returns one (result, curve) per
-    cell, in order (the curve None where the run folder is here to read it from). A cell that fails for a reason
-    of its own is one `GridError` naming it, raised once the other cells have finished."""
+    """How a grid's cells are trained (`synthformer.evidence.executors`): `train` calls ``done(k, result, curve)``
+    as the k-th cell finishes (the curve None where the run folder is here to read it from), so that the driver
+    keeps each cell at once. A cell that fails for a reason of its own is one `GridError` naming it, raised once
+    the other cells have finished."""
 
-    def train(self, grid: "Grid", cells: Sequence[Cell]) -> list[tuple[dict, list | None]]: ...
+    def train(self, grid: "Grid", cells: Sequence[Cell], done: Callable[[int, dict, list | None], None]) -> None: ...
 
 
 class Grid:
@@ -106,9 +107,12 @@ class Grid:
         todo = [i for i, found in enumerate(out) if found is None]
         if self.interim or not todo:
             return out
-        for i, (result, rows) in zip(todo, self.executor.train(self, [cells[i] for i in todo])):
+        def done(k: int, result: dict, rows: list | None) -> None:  # kept as soon as it finishes
+            i = todo[k]
             save_cell(self.out, cells[i].run, result, rows)
             out[i] = (cells[i].run, result)
+
+        self.executor.train(self, [cells[i] for i in todo], done)
         return out
 
     def lookup(self, cell: Cell) -> tuple[Path, dict] | None:
@@ -157,8 +161,9 @@ class Grid:
 class InProcess:
     """The cells one after another in this process (``--jobs 1``, the default executor)."""
 
-    def train(self, grid: Grid, cells: Sequence[Cell]) -> list[tuple[dict, list | None]]:
-        return [(grid.train_here(cell), None) for cell in cells]
+    def train(self, grid: Grid, cells: Sequence[Cell], done) -> None:
+        for k, cell in enumerate(cells):
+            done(k, grid.train_here(cell), None)
 
 
 def _as_kept(cfg, result: dict):
