@@ -19,6 +19,7 @@ from synthformer.reproduce.common import BUDGET_TRAIN, status_counts
 from synthformer.reproduce import lra
 
 from conftest import ensure_source, run_in_process
+from synthformer.utils.integrity import record_files
 
 NAMES = ("table2", "table3", "table4", "table5", "table7", "figures", "lra")
 STATUS = re.compile(r"\*\*(reproduced|not reproduced|inconclusive|not checked|drawn|not available)\*\*")
@@ -140,6 +141,7 @@ def test_other_reproduction_in_out_is_refused(tmp_path):
     out = tmp_path / "r"
     out.mkdir()
     (out / "reproduce.json").write_text(json.dumps({"name": "table7", "budget": "cpu", "seeds": 2}))
+    record_files(out, out / "reproduce.json")  # its digest (digests.json), as `reproduce` records it
     code, _, err = reproduce("table7", "--out", out)
     assert code == 2 and "holds another reproduction: budget cpu (asked smoke), seeds 2 (asked 1)" in err
 
@@ -267,6 +269,7 @@ def test_smoke_end_to_end(tmp_path, name):
         assert settings["train"]["steps"] == 2 and settings["variants"][0] == "V"
         settings["train"]["steps"] = 400
         (out / "lm" / "settings.json").write_text(json.dumps(settings))
+        record_files(out / "lm", out / "lm" / "settings.json")  # as if written so (digests.json)
         code, _, err = reproduce(name, "--budget", "smoke", "--out", out)
         assert code == 2 and err.count("\n") == 1
         assert "lm was run with other settings: train.steps 400 (now 2); rerun with those settings or choose" in err
@@ -308,6 +311,7 @@ def test_figures_smoke_draws_histograms_and_heatmaps(tmp_path):
     kept = json.loads(cell.read_text())
     del kept["result"]["weight_var_2"]
     cell.write_text(json.dumps(kept))
+    record_files(out / "lm", cell)  # as if its writer kept it so (digests.json)
     code, _, err = reproduce("figures", "--budget", "smoke", "--out", out)
     assert code == 2 and f"delete {cell} and rerun" in err, err
 
@@ -475,7 +479,9 @@ def test_only_splits_a_grid_over_two_clones_whose_merged_cells_write_the_report_
     for grid in ("topic", "sentiment"):
         for cell in (b / grid / "cells").iterdir():
             shutil.copy2(cell, a / grid / "cells" / cell.name)
-    code, _, err = reproduce("table7", "--budget", "smoke", "--out", a)
+    code, _, err = reproduce("table7", "--budget", "smoke", "--out", a)  # b's cells: not in a's digests.json
+    assert code == 2 and "linformer.json: not covered by" in err and "--trust-unverified" in err, err
+    code, _, err = reproduce("table7", "--budget", "smoke", "--out", a, "--trust-unverified")  # merged: adopted
     assert code == 0, err
     assert err.count("finished earlier, reusing its cell") == 4 and "run " + str(a) not in err  # b's two, twice
     assert not (a / "topic" / "linformer").exists() and (a / "report.md").is_file()

@@ -12,7 +12,8 @@ def add_trust_option(parser) -> None:
     """``--trust-unverified`` (the one definition; `synthformer.cli.run` applies it around the command)."""
     parser.add_argument(TRUST_FLAG, action="store_true",
                         help="use a run or model folder whose manifest.json is missing or empty (saved by an "
-                             "older synthformer): loaded without an integrity check, with a warning")
+                             "older synthformer), or a grid / reproduction file its digests.json does not vouch "
+                             "for: used without an integrity check, with a warning")
 
 
 def add_passthrough_parser(sub, name: str, text: str) -> argparse.ArgumentParser:

@@ -4,6 +4,7 @@ is the command's front end (its options, its config section, its one-line errors
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -15,7 +16,7 @@ from ..evidence.compare import __doc__ as COMPARE_DOC
 from ..evidence.paper.numbers import TASK_KINDS
 from ..evidence.tuning import make_tune
 from ..training.overrides import UsageError
-from ._runs import add_executor_options, add_passthrough_parser, executor_of, one_line_errors
+from ._runs import add_executor_options, add_passthrough_parser, add_trust_option, executor_of, one_line_errors
 
 NAME = "compare"
 HELP = "the main job: train the paper's variants on the same budget and tabulate"
@@ -67,8 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: from --task and --data)")
     p.add_argument("--claims", help="comma-separated claim or table names to check (default: all of the "
                                     "task kind), e.g. 'Table 2' or t2-lm1b-fix-vs-r")
-    p.add_argument("--out", help="run folder (default runs/compare-<timestamp>); rerun with it to continue")
+    p.add_argument("--out", help="run folder (default runs/compare-<timestamp>); rerun with it to continue an "
+                                 "unfinished comparison, to print a finished one's table again, or with more "
+                                 "--variants / --seeds to train only the new cells and rebuild the table")
     add_executor_options(p)
+    add_trust_option(p)
     p.add_argument("--config", help="YAML file of TrainConfig / ModelConfig overrides, plus an optional "
                                     f"`compare:` section ({', '.join(COMPARE_KEYS)}; tune: true or a mapping of "
                                     "synthformer.evidence.tuning.TuneConfig fields)")
@@ -78,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `synthformer compare` (errors: one line, exit status 2)."""
     from ..training.overrides import UsageError, apply_overrides, split_cli_overrides
+    from ..utils.integrity import trust_unverified
 
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
@@ -89,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                 train_over[key] = getattr(args, key)
         if "attention" in model_over:
             raise UsageError("set the variants with --variants, not --attention")
+        budget_defaults(train_over)
         spec = args.variants if args.variants is not None else section.get("variants", ",".join(DEFAULT_VARIANTS))
         variants = [v.strip() for v in (spec.split(",") if isinstance(spec, str) else spec) if str(v).strip()]
         if not variants:
@@ -100,13 +106,39 @@ def main(argv: list[str] | None = None) -> int:
         tune = make_tune(True if args.tune else section.get("tune"))
         out = Path(args.out or Path("runs") / f"compare-{time.strftime('%Y%m%d-%H%M%S')}")
         gate = variants[0] if args.gate or section.get("gate") else None
-        compare(variants, train_over, model_over, out, seeds=seeds,
-                kind=args.task_kind or section.get("task_kind"), claims=claims, tune=tune, gate=gate,
-                executor=executor_of(args))
+        with trust_unverified(args.trust_unverified):  # --trust-unverified: the folder's files unverified
+            compare(variants, train_over, model_over, out, seeds=seeds,
+                    kind=args.task_kind or section.get("task_kind"), claims=claims, tune=tune, gate=gate,
+                    executor=executor_of(args), own_table=True)
     except SynthformerError as e:
         print(f"synthformer compare: error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
     return 0
+
+
+def budget_defaults(train_over: dict, log=print) -> None:
+    """Fill what compare derives from the budget and say how its defaults differ from `synthformer train`'s.
+
+    The warm-up, when not given, is a tenth of the steps, at most DEFAULTS' 40 (40 at the default 400 steps, as
+    before; `--steps 20` gets 2 instead of a warm-up longer than the run). Then one line names every default of
+    compare that is not `train`'s (lr, vocabulary, ...) and that the command line leaves in force, so runs of the
+    two commands are not read as alike (`plot` says so too when their tokenizers differ)."""
+    from ..training.config import TrainConfig, budget_warmup
+
+    if "warmup_steps" not in train_over:
+        steps = train_over.get("steps", DEFAULTS["steps"])
+        if isinstance(steps, int) and steps >= 0:
+            train_over["warmup_steps"] = budget_warmup(steps, DEFAULTS["warmup_steps"])
+    fields = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    quiet = ("checkpoint_every", "log_every", "threads", "eval_every", "eval_batches")  # no effect on the result
+    differ = [f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in DEFAULTS.items()
+              if k not in train_over and k in fields and fields[k] != v and k not in quiet]
+    differ = [f"{d} (train: {fields[d.split()[0]]:g})" if isinstance(fields[d.split()[0]], float)
+              else f"{d} (train: {fields[d.split()[0]]})" for d in differ]
+    if differ:
+        log("compare's defaults that differ from `synthformer train`'s (pass any to change it): " + ", ".join(differ)
+            + f"; warm-up: a tenth of --steps, at most {DEFAULTS['warmup_steps']} (train: at most "
+            f"{fields['warmup_steps']})")
 
 
 def _read_config(config: str | None) -> tuple[dict, list]:

@@ -5,7 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._runs import add_executor_options, add_passthrough_parser, device_of, executor_of, one_line_errors
+from ._runs import (add_executor_options, add_passthrough_parser, add_trust_option, device_of, executor_of,
+                    one_line_errors)
 
 NAME = "reproduce"
 HELP = "reproduce a table or figure of the paper at a budget (smoke | cpu | gpu); --list shows them"
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "whose sweep and seeds have all finished (claims naming an unfinished one are left out); "
                         "safe beside the run that is filling the folder (table5: its suite, with the same --reuse)")
     add_executor_options(p)
+    add_trust_option(p)
     p.add_argument("--publish", metavar="DIR", default=None,
                    help="after the run (reused when finished), copy its reports, results and figures (no weights) "
                         "to DIR/NAME and rewrite DIR/README.md")
@@ -54,11 +56,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(args, rest: list[str]) -> int:
-    from ..reproduce import ReproduceError, list_text, reproduce
-    from ..reproduce.index import publish, write_index
+    from ..utils.integrity import trust_unverified
 
     parser = one_line_errors(build_parser())
     opts = parser.parse_args(rest)
+    with trust_unverified(opts.trust_unverified):  # --trust-unverified: folders' files used unverified
+        return _run(opts)
+
+
+def _run(opts) -> int:
+    from ..reproduce import ReproduceError, list_text, reproduce
+    from ..reproduce.index import publish, write_index
+
     if opts.list:
         print(list_text())
         return 0

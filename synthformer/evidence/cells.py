@@ -19,17 +19,45 @@ so only a seed whose fine-tuning has not finished needs its encoder's weights (`
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import SynthformerError
-from ..utils.integrity import atomic_write_json
+from ..utils.integrity import RecordError, read_recorded_json, write_recorded_json
+from ..utils.stats import is_number
 
 CELLS = "cells"  # OUT/cells/<run path under OUT>.json
 
 
 class CellError(SynthformerError):
     """A damaged cell file."""
+
+
+# what a cell's result must hold to make a row (`compare._seed_row`, the suite): {key: what it is}
+RESULT_KEYS = {"params": "a number", "valid": "an object of metrics", "tokens_per_s": "a number",
+               "train_time_s": "a number", "tokens": "a number", "model": "an object", "train": "an object"}
+
+
+def check_result(result, file: Path, fix: str, error=CellError) -> dict:
+    """``result`` (a run's done.json as kept in a cell) with every key of `RESULT_KEYS` of its kind and every
+    scalar metric of its evaluations a number (or null); else one ``error`` naming ``file`` and the key."""
+    if not isinstance(result, dict):
+        raise error(f"{file}: its result is not a JSON object; {fix}")
+    for key, what in RESULT_KEYS.items():
+        value = result.get(key)
+        ok = isinstance(value, dict) if what.startswith("an object") else is_number(value)
+        if not ok:
+            raise error(f"{file}: result {key} is {'missing' if key not in result else repr(value)[:40]}, not "
+                        f"{what}; {fix}")
+    for split in ("valid", "test"):
+        metrics = result.get(split)
+        if metrics is None and split == "test":
+            continue
+        if not isinstance(metrics, dict):
+            raise error(f"{file}: result {split} is not an object of metrics; {fix}")
+        for k, v in metrics.items():
+            if not isinstance(v, (dict, list)) and v is not None and not is_number(v):
+                raise error(f"{file}: result {split} {k} is {v!r:.40}, not a number; {fix}")
+    return result
 
 
 def cell_file(out: Path, run: Path) -> Path:
@@ -46,22 +74,23 @@ def save_cell(out: Path, run: Path, result: dict, metrics: list[dict] | None = N
     if metrics is None:
         metrics = curve(out, run)
     file.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(file, {"result": result, "metrics": metrics})
+    write_recorded_json(out, file, {"result": result, "metrics": metrics})  # its digest in out/digests.json
     return file
 
 
-def load_cell(out: Path, run: Path) -> dict | None:
-    """The cell of ``run`` ({"result", "metrics"}), or None when there is none; one CellError when damaged."""
+def load_cell(out: Path, run: Path, adopt: bool = True) -> dict | None:
+    """The cell of ``run`` ({"result", "metrics"}), or None when there is none; verified against ``out``'s
+    digests.json (`synthformer.utils.integrity.read_recorded`; ``adopt``: this process may record it there under
+    --trust-unverified) and checked to be a cell (`check_result`): one SynthformerError naming it otherwise."""
     file = cell_file(out, run)
     if not file.is_file():
         return None
-    try:
-        cell = json.loads(file.read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CellError(f"{file}: unreadable ({type(e).__name__}); delete it to train that run again") from None
-    if not (isinstance(cell, dict) and isinstance(cell.get("result"), dict) and isinstance(cell.get("metrics"), list)):
-        raise CellError(f"{file}: not a cell (a JSON object with result and metrics); delete it to train that run "
-                        "again")
+    fix = "delete it to train that run again"
+    cell = read_recorded_json(out, file, fix, adopt=adopt)
+    if not (isinstance(cell.get("result"), dict) and isinstance(cell.get("metrics"), list)
+            and all(isinstance(m, dict) for m in cell["metrics"])):
+        raise CellError(f"{file}: not a cell (a JSON object with result and metrics); {fix}")
+    check_result(cell["result"], file, fix)
     return cell
 
 
@@ -81,7 +110,8 @@ def cells_wall_s(out: Path) -> float:
     total = 0.0
     for file in (Path(out) / CELLS).rglob("*.json"):
         try:
-            total += float(json.loads(file.read_text())["result"].get("wall_s_this_invocation") or 0.0)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            cell = read_recorded_json(out, file, "", adopt=False)
+            total += float(cell["result"].get("wall_s_this_invocation") or 0.0)
+        except (RecordError, ValueError, KeyError, TypeError, AttributeError):
             continue
     return total

@@ -28,8 +28,7 @@ from typing import Callable, Protocol, Sequence
 
 from ..errors import SynthformerError
 from ..training.lock import LOCK_FILE
-from ..utils.integrity import atomic_write_text
-from ..utils.jsonl import read_json
+from ..utils.integrity import read_recorded_json, write_recorded
 from .cells import cell_file, curve, load_cell, save_cell
 
 SETTINGS = "settings.json"  # what a folder's results were (or are being) computed with
@@ -182,7 +181,7 @@ def reused(theirs: Path, cells: Path | None, cfg, model_overrides: dict) -> dict
 
     if (theirs / "done.json").exists():
         result = read_done(theirs)
-    elif cells is not None and (kept := load_cell(cells, theirs)) is not None:
+    elif cells is not None and (kept := load_cell(cells, theirs, adopt=False)) is not None:
         result = kept["result"]
         cfg = _as_kept(cfg, result)
     else:
@@ -230,7 +229,8 @@ def check_settings(folder: Path, settings: dict, error=GridError, record: bool =
     settings = json.loads(json.dumps(settings))  # as stored: tuples -> lists
     file, done = folder / SETTINGS, folder / "results.json"
     if file.exists():
-        stored = read_json(file, error, f"choose another --out (or delete {folder} to start over)")
+        stored = read_recorded_json(folder, file, f"restore it, choose another --out or delete {folder} to start "
+                                    "over")  # verified against folder/digests.json; a JSON object
         theirs, mine = _flat(stored), _flat(settings)
         diff = ", ".join(f"{k} {theirs.get(k)} (now {mine.get(k)})" for k in sorted(theirs.keys() | mine.keys())
                          if theirs.get(k) != mine.get(k))
@@ -251,7 +251,7 @@ def check_settings(folder: Path, settings: dict, error=GridError, record: bool =
 def record_settings(folder: Path, settings: dict) -> None:
     """Write ``folder/settings.json`` (see `check_settings`)."""
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(folder / SETTINGS, json.dumps(settings, indent=1))
+    write_recorded(folder, folder / SETTINGS, json.dumps(settings, indent=1))  # its digest: folder/digests.json
 
 
 def seed_list(seed: int, seeds: int, error=GridError) -> list[int]:

@@ -14,12 +14,12 @@ each seed's ``tokens_per_s`` becomes the measured one, the training run's own is
 """
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
-from ..utils.integrity import atomic_write_json
-from ..utils.stats import stat
+from ..errors import SynthformerError
+from ..utils.integrity import read_recorded_json, write_recorded_json
+from ..utils.stats import is_number, stat
 
 SPEED_FILE = "speed.json"
 REPEATS, WARMUP = 5, 2  # timed steps (median) and warm-up steps per variant and seed
@@ -81,11 +81,11 @@ def add_speed(rows: list[dict], cfg, model_overrides: dict, data, folder: Path, 
     ``tokens_per_s`` in `rows` (the training run's own kept as ``train_tokens_per_s``). Returns the measurement."""
     file = Path(folder) / SPEED_FILE
     if file.exists():
-        speed = json.loads(file.read_text())
+        speed = read_speed(folder)
     else:
         log(f"{Path(folder).name}: timing every variant's training step round-robin (speed claims)")
         speed = measure(rows, cfg, model_overrides, data, log)
-        atomic_write_json(file, speed)
+        write_recorded_json(folder, file, speed)  # its digest: folder/digests.json
     for row in rows:
         measured = {m["seed"]: m["tokens_per_s"] for m in speed["rows"].get(row["variant"], [])}
         if not measured:
@@ -96,6 +96,28 @@ def add_speed(rows: list[dict], cfg, model_overrides: dict, data, folder: Path, 
             s["tokens_per_s"] = measured.get(s["seed"], statistics.fmean(measured.values()))
         tps = stat([s["tokens_per_s"] for s in row["seeds"]])
         row["tokens_per_s"], row["tokens_per_s_std"] = tps.mean, tps.std
+    return speed
+
+
+class SpeedError(SynthformerError):
+    """A damaged speed.json."""
+
+
+def read_speed(folder: Path) -> dict:
+    """``folder/speed.json``, verified against folder/digests.json and checked to be a measurement (the keys
+    `speed_note` shows; every variant's seeds with a number of tokens/s): one line otherwise."""
+    file = Path(folder) / SPEED_FILE
+    fix = f"delete {file} to time the variants again"
+    speed = read_recorded_json(folder, file, fix)
+    for key in ("batch_tokens", "repeats", "threads"):
+        if not is_number(speed.get(key)):
+            raise SpeedError(f"{file}: {key} is {'missing' if key not in speed else repr(speed[key])[:40]}, not a "
+                             f"number; {fix}")
+    rows = speed.get("rows")
+    if not isinstance(rows, dict) or not all(
+            isinstance(ms, list) and all(isinstance(m, dict) and is_number(m.get("seed"))
+                                         and is_number(m.get("tokens_per_s")) for m in ms) for ms in rows.values()):
+        raise SpeedError(f"{file}: rows is not {{variant: [{{seed, tokens_per_s}}, ...]}} with numbers; {fix}")
     return speed
 
 

@@ -63,14 +63,13 @@ from .rows import intervals, shape_text, variant_name, with_floor
 from ..data.sources import SOURCES
 from ..data.prepare import SourceNotInstalledError
 from ..errors import ConfigError
-from ..utils.integrity import atomic_write_json, atomic_write_text
+from ..utils.integrity import atomic_write_text, read_recorded_json, write_recorded_json
 from ..mixers.registry import check_slot
 from .paper.numbers import CITATION, LABEL, TABLE5, TABLE6_SUPERGLUE, glue_summary
 from ..training.plan import model_config, open_trained, prepare, tokenizer_identity
 from .tables import _fmt_stat, markdown_table, table_markdown, tuning_markdown
 from ..training.loop import TrainConfig
-from ..utils.jsonl import read_json
-from ..utils.stats import mean_se_independent, mean_std
+from ..utils.stats import is_number, mean_se_independent, mean_std
 from .tuning import TuneConfig, sweep, untuned
 
 KIND = "finetune"  # the task kind of the report (reference_results.TASK_KINDS)
@@ -254,7 +253,7 @@ def _finetune_tasks(suite: "_Suite", s: int, pre_run: Path, pre: dict, name: str
             if suite.grid.interim:
                 raise Unfinished(f"{tag} {task}: no floor yet")
             floors[f"{task}/{s}"] = _task_floor(task_data(), split)
-            atomic_write_json(out / FLOOR_FILE, floors)
+            write_recorded_json(out, out / FLOOR_FILE, floors)  # its digest: out/digests.json
     return accuracies, ses, chance, runs
 
 
@@ -420,15 +419,28 @@ def _judge_and_write(results: dict, out: Path, log) -> dict:
     report, data = ("interim.md", INTERIM) if pending is not None else ("report.md", "results.json")
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / report, text)
-    atomic_write_json(out / data, results)
+    write_recorded_json(out, out / data, results)
     log(text)
     log(f"wrote {out / report}, {out / data} ({results['wall_s']:.0f}s)")
     return results
 
 
 def _read_json(file: Path) -> dict:
-    """A file the suite computes once (floor.json, base_plus.json); {} before it is computed."""
-    return read_json(file, ConfigError, f"delete {file} to compute it again") if file.exists() else {}
+    """A file the suite computes once (floor.json, base_plus.json), verified against the suite folder's
+    digests.json; {} before it is computed. floor.json: {"task/seed": {"accuracy": number, ...}}; base_plus.json:
+    its matched ffn_dim and parameter counts as numbers; anything else is one line naming the file."""
+    if not file.exists():
+        return {}
+    fix = f"delete {file} to compute it again"
+    found = read_recorded_json(file.parent, file, fix)
+    if file.name == FLOOR_FILE:
+        bad = [k for k, v in found.items() if not (isinstance(v, dict) and is_number(v.get("accuracy")))]
+    else:
+        bad = [k for k in ("ffn_dim", "base_ffn_dim", "params", "matched_params", "rel_diff")
+               if not is_number(found.get(k))]
+    if bad:
+        raise ConfigError(f"{file}: {bad[0]} is missing or not a number; {fix}")
+    return found
 
 
 def _base_plus(out: Path, names: list[str], pre_cfg: TrainConfig, model: dict, pre_data, log) -> dict:
@@ -438,7 +450,7 @@ def _base_plus(out: Path, names: list[str], pre_cfg: TrainConfig, model: dict, p
     if not found:
         found = matched_ffn(pre_cfg, model, pre_data(), _mixtures(names))
         out.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(file, found)
+        write_recorded_json(out, file, found)
     log(f"{BASE_PLUS}: V with ffn_dim {found['ffn_dim']} (was {found['base_ffn_dim']}): {found['params']:,} "
         f"parameters vs {found['matched']}'s {found['matched_params']:,} ({100 * found['rel_diff']:+.2f}%)")
     return found

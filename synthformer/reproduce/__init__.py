@@ -23,7 +23,8 @@ from pathlib import Path
 
 from ..data.sources import SOURCES
 from .common import AUTO_SEEDS, BUDGET_TUNE, BUDGETS, Context, ReproduceError, write_report
-from ..utils.integrity import atomic_write_text
+from ..errors import SynthformerError
+from ..utils.integrity import read_recorded_json, write_recorded
 
 MANIFEST = "reproduce.json"  # name, budget and seeds of a run folder (a rerun must match them)
 
@@ -64,11 +65,11 @@ def check_reuse(module, folder: Path, budget: str) -> None:
         which = ", ".join(f"{n} reuses {m.REUSES}'s" for n, m in names().items() if getattr(m, "REUSES", None))
         raise ReproduceError(f"--reuse: {module.SPEC.name} reuses no other reproduction's runs ({which})")
     file = folder / MANIFEST
-    try:
-        stored = json.loads(file.read_text())
-    except (OSError, json.JSONDecodeError):
-        raise ReproduceError(f"--reuse {folder}: no readable {MANIFEST} there; give the --out of a `synthformer "
-                             f"reproduce {wanted} --budget {budget}` run") from None
+    if not file.is_file():
+        raise ReproduceError(f"--reuse {folder}: no {MANIFEST} there; give the --out of a `synthformer "
+                             f"reproduce {wanted} --budget {budget}` run")
+    stored = read_recorded_json(folder, file, f"give the --out of a `synthformer reproduce {wanted} --budget "
+                                f"{budget}` run", adopt=False)  # verified against folder/digests.json
     if (stored.get("name"), stored.get("budget")) != (wanted, budget):
         raise ReproduceError(f"--reuse {folder} holds {stored.get('name')} at budget {stored.get('budget')}; "
                              f"{module.SPEC.name} reuses {wanted} at budget {budget}")
@@ -85,10 +86,7 @@ def open_folder(out: Path, name: str, budget: str, seeds: int | None) -> None:
     if out.exists() and not out.is_dir():
         raise ReproduceError(f"--out {out} is a file; give a folder")
     if file.exists():
-        try:
-            stored = json.loads(file.read_text())
-        except json.JSONDecodeError:
-            raise ReproduceError(f"{file} is damaged (not JSON); choose another --out") from None
+        stored = read_recorded_json(out, file, "restore it or choose another --out")  # verified: out/digests.json
         mine = {"name": name, "budget": budget, "seeds": seeds}
         theirs = {k: stored.get(k) for k in mine}
         if theirs != mine:
@@ -99,8 +97,8 @@ def open_folder(out: Path, name: str, budget: str, seeds: int | None) -> None:
     if out.exists() and any(out.iterdir()):
         raise ReproduceError(f"{out} is not empty and holds no {MANIFEST}; choose another --out")
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(file, json.dumps({"name": name, "budget": budget, "seeds": seeds,
-                                        "started": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=1))
+    write_recorded(out, file, json.dumps({"name": name, "budget": budget, "seeds": seeds,
+                                          "started": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=1))
 
 
 def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: str | Path | None = None,
@@ -208,9 +206,9 @@ def _wall(out: Path, this_call: float) -> float:
     """Training + evaluation time of the runs in the folder (a continued run counts its earlier calls)."""
     total = 0.0
     for file in out.glob("*/results.json"):
-        try:
-            total += float(json.loads(file.read_text()).get("wall_s") or 0.0)
-        except (json.JSONDecodeError, ValueError):
+        try:  # a grid's (verified against its digests.json) or the suite's
+            total += float(read_recorded_json(file.parent, file, "", adopt=False).get("wall_s") or 0.0)
+        except (SynthformerError, ValueError, TypeError):
             pass
     return max(total, this_call)
 

@@ -172,12 +172,13 @@ def reuse(folder: Path, settings: dict, label: str, log=print) -> dict | None:
     continued (the settings are then recorded). A folder run with other settings (e.g. a budget's steps
     changed since) is an error: reusing it would report numbers of another configuration."""
     from ..evidence.grid import check_settings
-    from ..utils.jsonl import read_json
+    from ..utils.integrity import read_recorded_json
 
     if not check_settings(folder, settings, ReproduceError):
         return None
     log(f"{label}: finished earlier, reusing {folder / 'results.json'}")
-    return read_json(folder / "results.json", ReproduceError, f"delete {folder} to rerun it")
+    return read_recorded_json(folder, folder / "results.json", f"delete {folder / 'results.json'} to report it "
+                              "again")  # verified against folder/digests.json
 
 
 # ----------------------------------------------------------------------------- sections and reports
@@ -255,8 +256,8 @@ def status_counts(claims: list[dict]) -> str:
 
 def write_report(ctx: Context, spec: Spec, sections: list[Section], wall_s: float, images: list[str]) -> dict:
     """report.md and results.json of a name in ctx.out; returns the results dict."""
-    from ..training.checkpoint import atomic_write_json
     from ..evidence.paper.numbers import CITATION
+    from ..utils.integrity import write_recorded_json
 
     claims = claim_statuses(spec, sections)
     lines = [f"# synthformer reproduce {spec.name}: {spec.reproduces}", "",
@@ -283,7 +284,7 @@ def write_report(ctx: Context, spec: Spec, sections: list[Section], wall_s: floa
                "seeds": "auto" if ctx.seeds is None else ctx.seeds, "tuning": ctx.tune.to_dict() if ctx.tune else None,
                "device": ctx.device, "wall_s": wall_s, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
                "claims": claims, "sections": [{"title": s.title, **s.data} for s in sections], "images": images}
-    atomic_write_json(ctx.out / "results.json", results)
+    write_recorded_json(ctx.out, ctx.out / "results.json", results)
     return results
 
 

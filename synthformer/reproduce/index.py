@@ -9,7 +9,7 @@ from pathlib import Path
 from ..evidence.paper.claims import CLAIMS
 from ..evidence.tables import markdown_table
 from .common import NOT_RUN, ReproduceError, short_finding, status_counts
-from ..utils.integrity import atomic_write_text
+from ..utils.integrity import atomic_write_text, read_recorded_json
 
 
 def _reports(root: Path) -> dict:
@@ -86,11 +86,10 @@ def interims(folder: Path, reports: dict) -> dict[Path, tuple[dict, str]]:
             continue
         for grid in sorted(g for g in run.iterdir() if g.is_dir()):
             for name, report in (("results.json", "table.md"), (INTERIM, "interim.md")):
-                try:
-                    found[grid] = json.loads((grid / name).read_text()), report
+                if (grid / name).is_file():  # verified against the grid's digests.json: one line when it differs
+                    found[grid] = read_recorded_json(grid, grid / name, f"rerun `synthformer reproduce --out {run} "
+                                                     "--interim` (or delete it)", adopt=False), report
                     break
-                except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-                    continue
     return found
 
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from ..evidence.tables import markdown_table
 from .common import Grid, Section, Spec, budget_model, budget_train, fmt, grid_section, per_budget
 from ..data.sources.listops import LRA as LISTOPS_LRA
-from ..utils.integrity import atomic_write_text
+from ..utils.integrity import read_recorded_json, write_recorded
 
 VARIANTS = ("V", "R+V", "linformer")
 TEXT_SOURCE = "manpages-section"
@@ -188,7 +188,7 @@ def add_bench(grid: Grid, results: dict, folder: Path, log=print) -> dict:
     ``peak_bytes`` beside its ``tokens_per_s`` (and the mean in the row). Returns the measurements."""
     file = folder / BENCH_FILE
     if file.exists():
-        bench = json.loads(file.read_text())
+        bench = read_recorded_json(folder, file, f"delete {file} to measure it again")  # verified: digests.json
     else:
         first = results["variants"][0]
         seeds = [s["seed"] for s in first["seeds"]]
@@ -196,7 +196,7 @@ def add_bench(grid: Grid, results: dict, folder: Path, log=print) -> dict:
         bench = bench_measure([r["variant"] for r in results["variants"]],
                               grid.train["seq_len"], min(train["batch_size"], max(1, BENCH_MAX_TOKENS // grid.train["seq_len"])), first["model"]["embed_dim"],
                               first["model"]["num_heads"], seeds, train.get("device", "auto"))
-        atomic_write_text(file, json.dumps(bench, indent=1))
+        write_recorded(folder, file, json.dumps(bench, indent=1))
         log(f"{grid.key}: measured speed and peak memory of each variant's layer at length {bench['length']} "
             f"({bench['device']})")
     for row in results["variants"]:

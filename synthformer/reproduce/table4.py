@@ -3,11 +3,10 @@ log perplexity and accuracy on the masked tokens, and training speed as ratios v
 beside the paper's (R: 1.09x V, 1.61x DynamicConv in steps/s on TPU)."""
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
-from ..utils.integrity import atomic_write_json
+from ..utils.integrity import read_recorded_json, write_recorded_json
 from ..evidence.tables import markdown_table
 from .common import (Grid, Spec, budget_model, budget_train, fmt, grid_section, load_model,
                      open_grid_data, per_budget)
@@ -70,7 +69,8 @@ def masked_accuracy(rows: list[dict], split: str, device: str = "cpu", log=None,
     from ..training.evaluation import evaluate
 
     file = None if folder is None else Path(folder) / ACCURACY_FILE
-    kept = json.loads(file.read_text()) if file is not None and file.exists() else {}
+    kept = (read_recorded_json(folder, file, f"delete {file} to measure it again")  # verified: digests.json
+            if file is not None and file.exists() else {})
     opened: list = []  # (TrainConfig, TaskData) of the grid, read once: every run shares its tokenizer
     out = {}
     for r in rows:
@@ -85,7 +85,7 @@ def masked_accuracy(rows: list[dict], split: str, device: str = "cpu", log=None,
                 value = kept[name] = evaluate(data.task, load_model(s["run"], device), data, cfg, split,
                                               max_batches=cfg.final_eval_batches)["masked_accuracy"]
                 if file is not None:
-                    atomic_write_json(file, kept)
+                    write_recorded_json(folder, file, kept)
             if value is not None:
                 values.append(value)
         out[r["variant"]] = statistics.fmean(values) if values else None

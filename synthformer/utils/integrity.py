@@ -218,3 +218,138 @@ def verify_manifest(folder: Path, skip: frozenset | set | tuple = (), required: 
         raise CheckpointError(f"{extra[0]}: not covered by {file} (added after saving); remove it, or restore "
                               "the folder from a backup")
     return True
+
+
+# ----------------------------------------------------------------------------- recorded folders
+# A grid folder (`synthformer.evidence.grid`), a fine-tuning suite's folder and a reproduction's folder hold the
+# files tables and reports are made from (cells, settings, floors, speed, results). Their writer records each
+# such file's SHA-256 in the folder's ``digests.json`` (a manifest over paths relative to the folder, updated
+# atomically under a lock each time one of them is written), and every reader goes through `read_recorded`:
+# a file edited by hand, damaged, copied in from another folder or a folder without ``digests.json`` is one
+# `RecordError` naming the file and the fix, unless under ``trust_unverified()`` (``--trust-unverified``),
+# where it is used with a warning and its digest recorded (adopted) when the reader may write the folder.
+DIGESTS = "digests.json"
+
+
+class RecordError(SynthformerError):
+    """A file of a grid, suite or reproduction folder that its digests.json does not vouch for, or is malformed."""
+
+
+class UnverifiedFileWarning(UserWarning):
+    """A folder file used without a matching digest, under ``trust_unverified()``."""
+
+
+def _rel(folder: Path, path: Path) -> str:
+    return Path(os.path.abspath(path)).relative_to(Path(os.path.abspath(folder))).as_posix()
+
+
+@contextlib.contextmanager
+def _digests_locked(folder: Path):
+    try:
+        import fcntl
+    except ImportError:  # no advisory locks (Windows): updates are not serialised there
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)  # the folder itself: no lock file left behind
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the lock
+
+
+def read_digests(folder: Path) -> dict | None:
+    """{relative path: {"sha256", "bytes"}} of ``folder/digests.json``; None when there is none."""
+    file = Path(folder) / DIGESTS
+    if not file.is_file():
+        return None
+    try:
+        meta = json.loads(file.read_text(encoding="utf-8"))
+        files = meta["files"]
+        if not isinstance(files, dict) or not all(isinstance(e, dict) and isinstance(e.get("sha256"), str)
+                                                  and isinstance(e.get("bytes"), int) for e in files.values()):
+            raise TypeError
+        return files
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
+        raise RecordError(f"{file}: not a valid digests file (damaged or edited); restore it, or pass "
+                          f"{TRUST_FLAG} to use the folder's files unverified (their digests are then recorded)") \
+            from None
+
+
+def record_files(folder: Path, *paths: Path, drop: tuple = ()) -> None:
+    """Record the current SHA-256 of ``paths`` (files inside ``folder``) in ``folder/digests.json``, and forget
+    the relative paths in ``drop``; atomically, under a lock (a reader never sees half of it)."""
+    folder = Path(folder)
+    with _digests_locked(folder):
+        try:
+            files = read_digests(folder) or {}
+        except RecordError:
+            if not _TRUST.get():
+                raise
+            files = {}
+        for p in paths:
+            p = Path(p)
+            files[_rel(folder, p)] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
+        for rel in drop:
+            files.pop(rel, None)
+        atomic_write_json(folder / DIGESTS, {"manifest_version": MANIFEST_VERSION, "algorithm": "sha256",
+                                             "files": dict(sorted(files.items()))})
+
+
+def write_recorded(folder: Path, path: Path, text: str) -> None:
+    """Write ``path`` (inside ``folder``) atomically and record its digest."""
+    atomic_write_text(path, text)
+    record_files(folder, path)
+
+
+def write_recorded_json(folder: Path, path: Path, obj, indent: int = 2) -> None:
+    write_recorded(folder, path, json.dumps(obj, indent=indent, default=str) + ("\n" if indent == 2 else ""))
+
+
+def read_recorded(folder: Path, path: Path, fix: str, adopt: bool = True) -> str:
+    """The text of ``path`` (inside ``folder``), verified against ``folder/digests.json``: one RecordError naming
+    the file and ``fix`` (what to do, e.g. "delete it to train that run again") when the folder has no digests,
+    when the file is not listed (added or copied in) or differs from its digest. Under ``trust_unverified()`` it
+    is read with a warning instead, and (``adopt``: the caller may write the folder) its digest recorded."""
+    folder, path = Path(folder), Path(path)
+    files = read_digests(folder)
+    rel = _rel(folder, path)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise RecordError(f"{path}: unreadable ({e.strerror or type(e).__name__}); {fix}") from None
+    if files is None:
+        why = (f"{folder} has no {DIGESTS}, so {path.name} cannot be verified (written by an older synthformer, "
+               "or the digests were removed)")
+    elif rel not in files:
+        why = f"{path}: not covered by {folder / DIGESTS} (added or copied in after the folder was written)"
+    elif files[rel]["bytes"] != len(data) or hashlib.sha256(data).hexdigest() != files[rel]["sha256"]:
+        why = (f"{path}: contents differ from {folder / DIGESTS} (SHA-256 mismatch): changed after synthformer "
+               "wrote it")
+    else:
+        why = None
+    if why is not None:
+        if not _TRUST.get():
+            raise RecordError(f"{why}; {fix}, or pass {TRUST_FLAG} to use it anyway (its digest is then recorded)")
+        warnings.warn(f"{why}; used without an integrity check ({TRUST_FLAG})", UnverifiedFileWarning, stacklevel=2)
+        if adopt:
+            record_files(folder, path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RecordError(f"{path}: not UTF-8 text (damaged); {fix}") from None
+
+
+def read_recorded_json(folder: Path, path: Path, fix: str, kind: type | None = dict, adopt: bool = True):
+    """`read_recorded` then JSON: a file that is not JSON (an empty one too) or not of type ``kind`` (a JSON
+    object by default) is one RecordError naming it and ``fix``."""
+    text = read_recorded(folder, path, fix, adopt)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        what = "empty" if not text.strip() else f"not valid JSON ({e.msg}, line {e.lineno})"
+        raise RecordError(f"{path}: {what}; {fix}") from None
+    if kind is not None and not isinstance(value, kind):
+        raise RecordError(f"{path}: not a JSON {'object' if kind is dict else kind.__name__} "
+                          f"(a {type(value).__name__}); {fix}")
+    return value
