@@ -14,6 +14,7 @@ from synthformer.evidence.compare import DEFAULT_VARIANTS
 from synthformer.evidence.rows import variant_name
 from synthformer.evidence.paper.numbers import TABLE2, TABLE3, paper_columns
 from synthformer.evidence.tables import findings, findings_markdown, table_markdown
+from synthformer.utils.integrity import record_files
 
 PAPER = Path(__file__).resolve().parents[2] / "shared" / "paper" / "synthesizer-icml2021.txt"
 WORDS = "hello how are you doing today fine thanks what about the weather is nice here".split()
@@ -101,9 +102,13 @@ def test_compare_tiny_budget_writes_table_plot_and_results(dialogue, tmp_path):
         assert row["tuned"] == {"lr": 2e-3, "warmup_steps": 1, "table_lr_mult": 10.0} and row["sweep"] == []
         # one seed: an interval only from the item bootstrap ("ppl_se"), when the evaluation gives one
         assert ("ppl" in row["interval"]) == ("ppl_se" in row["seeds"][0]["metrics"])
-    # a finished comparison is not overwritten, nor continued with other settings
-    code, _, err = compare_main("--variants", "V,R+V", "--data", dialogue, "--out", out, "--seed", "1", *TINY)
-    assert code == 2 and "already holds a finished comparison" in err
+    # a finished comparison is not overwritten: the same command prints its table again, training nothing
+    stamp = (out / "results.json").stat().st_mtime_ns
+    code, again, err = compare_main("--variants", "V,R+V", "--data", dialogue, "--out", out, "--seed", "1", *TINY)
+    assert code == 0, err
+    assert "finished earlier (nothing trained)" in again and "| R+V |" in again and "[1/" not in again
+    assert (out / "results.json").stat().st_mtime_ns == stamp
+    # nor continued with settings that change its cells (fewer variants, another option)
     code, _, err = compare_main("--variants", "V", "--data", dialogue, "--out", out, "--seed", "1", *TINY)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "was run with other settings: variants ['V', 'R+V'] (now ['V'])" in err and "choose another --out" in err
@@ -149,6 +154,7 @@ def test_compare_refuses_to_continue_with_other_settings(dialogue, tmp_path):
     stored = json.loads((out / "settings.json").read_text())
     assert stored["train"].pop("test_decode_examples", "absent") is None
     (out / "settings.json").write_text(json.dumps(stored))
+    record_files(out, out / "settings.json")  # as that older synthformer recorded it (digests.json)
     code, _, err = compare_main("--variants", "V,Fix", "--data", dialogue, "--out", out, *TINY, "--steps", "4")
     assert code == 2 and "train.steps 3 (now 4);" in err, err
     code, stdout, err = compare_main("--variants", "V,Fix", "--data", dialogue, "--out", out, *TINY)
@@ -316,8 +322,12 @@ def test_compare_seeds_two_through_the_cli(dialogue, tmp_path):
     for r in results["variants"]:  # the 95% interval over the two seeds (and the items' SEs, when given)
         lo, hi = r["interval"]["ppl"]
         assert lo < r["metrics"]["ppl"] < hi and min(s["metrics"]["ppl"] for s in r["seeds"]) > lo
-        assert f"| {r['variant']} | " in table and f"{r['metrics']['ppl']:.2f} [{lo:.2f}, {hi:.2f}]" in table
-    assert "mean over 2 seed(s) [95% interval" in table
+        std = r["metrics_std"]["ppl"]
+        assert f"| {r['variant']} | " in table
+        assert f"| {r['metrics']['ppl']:.2f} | {std:.2f} | [{lo:.2f}, {hi:.2f}]‡ |" in table  # labelled columns
+    assert "| valid PPL: mean | seed spread (std) | 95% interval |" in table
+    assert "mean over 2 seed(s); seed spread = sample std" in table
+    assert "Warning: 2 seed(s) per variant" in table and "‡ 2 seeds: a t interval with 1 degree" in table
     assert {f["claim"] for f in results["findings"]} == {"t2-lm1b-fix-vs-r", "t2-lm1b-fix-worst"}
 
 
@@ -344,14 +354,18 @@ def test_compare_section_of_a_config_file(dialogue, tmp_path):
     assert code == 2 and "unknown key(s) ['seed_count']" in err and "valid: variants, seeds" in err
 
 
-def test_demo_runs_two_seeds_and_user_arguments_win():
+def test_demo_runs_the_measured_settings_and_user_arguments_win():
     from synthformer.cli.compare import build_parser
-    from synthformer.cli.demo import demo_argv
+    from synthformer.cli.demo import demo_argv, epilogue
 
     args, rest = build_parser().parse_known_args(demo_argv([]))
-    assert args.seeds == 2 and {"Fix", "R", "V"} <= set(args.variants.split(",")) and rest == []
-    args, rest = build_parser().parse_known_args(demo_argv(["--seeds", "3", "--steps", "10", "--lr", "1e-3"]))
-    assert args.seeds == 3 and args.steps == 10 and rest == ["--lr", "1e-3"]
+    assert args.seeds == 3 and args.variants == "V,Fix,R" and args.jobs == 2 and args.out == "runs/demo"
+    assert args.steps == 600 and rest == ["--tokenizer", "char", "--seq_len", "32", "--batch_size", "64"]
+    args, rest = build_parser().parse_known_args(demo_argv(["--seeds", "5", "--steps", "10", "--lr", "1e-3"]))
+    assert args.seeds == 5 and args.steps == 10 and rest[-2:] == ["--lr", "1e-3"]
+    text = epilogue()  # where the full reproductions are and what they cost
+    assert "synthformer reproduce table2 --budget cpu" in text and "core-hours" in text
+    assert "reproductions/README.md" in text
 
 
 def test_a_folder_of_cells_alone_finishes_without_training_and_trains_only_missing_cells(dialogue, tmp_path):
@@ -367,7 +381,7 @@ def test_a_folder_of_cells_alone_finishes_without_training_and_trains_only_missi
     # the committed part only: drop every run folder, the results and the report
     clone = tmp_path / "clone"
     clone.mkdir()
-    for name in ("settings.json", "floor.json", "cells"):
+    for name in ("settings.json", "floor.json", "digests.json", "cells"):
         (shutil.copytree if (out / name).is_dir() else shutil.copy2)(out / name, clone / name)
     (clone / "cells" / "Fix.json").unlink()  # one cell not finished yet on the other machine
     code, stdout, err = compare_main(*opts, "--out", clone)
@@ -388,10 +402,14 @@ def test_a_folder_of_cells_alone_finishes_without_training_and_trains_only_missi
     shutil.rmtree(clone / "Fix")
     (clone / "cells" / "V.json").write_text("{")
     code, _, err = compare_main(*opts, "--out", clone)
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "V.json: unreadable" in err, err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "V.json: contents differ from" in err, err
+    record_files(clone, clone / "cells" / "V.json")  # damaged by its writer: the digest vouches, the content not
+    code, _, err = compare_main(*opts, "--out", clone)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "V.json: not valid JSON" in err, err
     cell = json.loads((out / "cells" / "V.json").read_text())
     cell["result"]["train"]["lr"] *= 3
     (clone / "cells" / "V.json").write_text(json.dumps(cell))
+    record_files(clone, clone / "cells" / "V.json")
     code, _, err = compare_main(*opts, "--out", clone)
     assert code == 2 and "V.json was trained with other settings: lr" in err, err
 
@@ -472,3 +490,76 @@ def test_a_gate_v_does_not_clear_stops_the_grid_and_marks_the_claims_of_the_rest
     code, stdout, err = compare_main("--variants", "V,Fix", "--data", dialogue, "--gate", "--out", tmp_path / "cli",
                                      *TINY)  # the CLI's --gate: the first variant named
     assert code == 0 and "Fix not trained (the grid's gate)" in stdout and not (tmp_path / "cli" / "Fix").exists()
+
+
+def _acc_row(variant, accs, interval, examples=70):
+    seeds = [{"seed": i, "metrics": {"accuracy": a, "examples": examples}, "tokens_per_s": 1000.0}
+             for i, a in enumerate(accs)]
+    return {"variant": variant, "params": 1000, "metrics": {"accuracy": sum(accs) / len(accs), "examples": examples},
+            "interval": {"accuracy": interval}, "tokens_per_s": 1000.0, "seeds": seeds}
+
+
+def test_compare_table_clips_intervals_labels_columns_and_speaks_in_points():
+    """Issue 50, item 2: `compare --task classify --seeds 2` printed `V 71.43 [9.93, 132.93]`, an accuracy
+    interval above 100, unlabelled ± beside [interval], and a relative Δ under a rule in points."""
+    from synthformer.evidence.tables import compare_table_markdown
+
+    rows = [_acc_row("V", [64.29, 78.57], [9.93, 132.93]), _acc_row("R", [70.0, 74.0], [40.0, 104.0])]
+    table = compare_table_markdown(rows, "classify", kind="classify-topic")
+    head = table.splitlines()[0]
+    assert "accuracy %: mean | seed spread (std) | 95% interval | Δ accuracy % vs V, points (relative)" in head
+    assert "132.93" not in table and "104.00" not in table
+    for line in table.splitlines()[2:4]:
+        lo, hi = (float(x) for x in re.search(r"\[([\d.]+), ([\d.]+)\]ʷ", line).groups())
+        assert 0 <= lo < hi <= 100  # 2 seeds: Wilson over the items, inside the metric's range
+    assert "| +0.57 pt (+0.8%) |" in table  # R 72.0 vs V 71.43: points first, relative beside
+    assert "ʷ 2 seeds: Wilson interval" in table and "Warning: 2 seed(s) per variant" in table
+    # 3 seeds: the row's interval, cut to [0, 100]; no warning
+    rows = [_acc_row("V", [90.0, 95.0, 99.0], [85.0, 103.0])]
+    table = compare_table_markdown(rows, "classify")
+    assert "[85.00, 100.00] |" in table and "Warning" not in table
+
+
+def test_compare_findings_word_gaps_by_the_metrics_direction():
+    """A speed win read "shortfall R vs V -15.5%"; compare's report says "15.5% faster"."""
+    from synthformer.evidence.judge import finding_line
+
+    f = {"status": "reproduced", "text": "R faster than V", "table": "Table 4", "benchmark": "steps/s",
+         "claim": "t4-speed-r-vs-v", "metric": "tokens_per_s", "paper": {"R": 4.26, "V": 3.9},
+         "ours": {"R": {"mean": 5635.0, "std": None, "n": 1}, "V": {"mean": 4833.0, "std": None, "n": 1}},
+         "pairs": [{"other": "V", "gap": -0.155, "interval": [-0.21, -0.10]}], "rule": "R better than each"}
+    line = finding_line(f, words=True)
+    assert "R 15.5% faster than V (95% interval: 21.0% faster to 10.0% faster)" in line and "shortfall" not in line
+    assert "shortfall R vs V -15.5% [-21.0%, -10.0%]" in finding_line(f)  # reproduce's reports keep their wording
+    f.update(metric="ppl", pairs=[{"other": "R", "gap": 0.184, "interval": [0.134, 0.234]}])
+    assert "R 18.4% worse than R (95% interval: 13.4% worse to 23.4% worse)" in finding_line(f, words=True)
+
+
+def test_wilson_interval():
+    from synthformer.utils.stats import wilson
+
+    lo, hi = wilson(0.5, 100)
+    assert lo == pytest.approx(0.4038, abs=1e-3) and hi == pytest.approx(0.5962, abs=1e-3)
+    assert wilson(1.0, 10)[1] == 1.0 and wilson(0.0, 10)[0] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_finished_comparison_grows_with_more_variants_or_seeds_training_only_new_cells(dialogue, tmp_path):
+    """Issue 50, item 4: adding a variant was refused as "other settings" instead of reusing the kept cells."""
+    out = tmp_path / "grow"
+    args = ["--data", dialogue, "--out", out, *TINY]
+    code, _, err = compare_main("--variants", "V,R", *args, "--seeds", "2")
+    assert code == 0, err
+    stamps = {p.name: (p / "done.json").stat().st_mtime_ns for p in out.iterdir() if (p / "done.json").exists()}
+    assert sorted(stamps) == ["R-seed0", "R-seed1", "V-seed0", "V-seed1"]
+    code, log, err = compare_main("--variants", "V,R,Fix", *args, "--seeds", "3")
+    assert code == 0, err
+    assert "extending the comparison (V, R x 2 seed(s)) with variant(s) Fix, 3 seeds" in log
+    for name, stamp in stamps.items():  # the kept runs were not trained again
+        assert (out / name / "done.json").stat().st_mtime_ns == stamp
+    results = json.loads((out / "results.json").read_text())
+    assert [r["variant"] for r in results["variants"]] == ["V", "R", "Fix"] and results["seeds"] == [0, 1, 2]
+    assert {f["claim"] for f in results["findings"]} >= {"t2-lm1b-fix-vs-r"}
+    assert (out / "results.previous.json").exists() and "| Fix |" in (out / "table.md").read_text()
+    # what would change a kept cell is still refused, naming it
+    code, _, err = compare_main("--variants", "V,R,Fix", *args, "--seeds", "3", "--lr", "0.01")
+    assert code == 2 and "was run with other settings: train.lr" in err

@@ -337,3 +337,38 @@ def test_plot_bench_labels_a_case_measured_in_two_files_and_writes_lengths(tmp_p
                                      for r in rows if r["_file"].startswith(name)))
     code, out, err = plot("bench", *files, "--out", tmp_path / "b.pdf")
     assert code == 0 and (tmp_path / "b.pdf").read_bytes()[:4] == b"%PDF", err
+
+
+def _rows(values, every=100):
+    rows = [{"split": "train", "step": s, "tokens": s * 10, "loss": 5.0 - s / 100} for s in range(10, 301, 10)]
+    return rows + [{"split": "valid", "step": (i + 1) * every, "tokens": (i + 1) * every * 10, "ppl": v}
+                   for i, v in enumerate(values)]
+
+
+def test_curves_draw_every_seed_and_the_floor_line():
+    """Issue 50: curves.png drew seed 0 only, no floor line, and one unexplained dot per variant when the
+    validation ran at the end only."""
+    fig = curves_figure({"V": (_rows([200, 150, 120]), _rows([210, 160, 125])), "R": (_rows([190, 140, 110]),)},
+                        "lm", floor={"name": "KN bigram", "metrics": {"ppl": 81.0}})
+    valid = fig.axes[1]
+    assert len(valid.lines) == 3 + 1  # V's two seeds, R's one, the floor
+    floor = [line for line in valid.lines if line.get_linestyle() == "--"]
+    assert len(floor) == 1 and list(floor[0].get_ydata()) == [81.0, 81.0]
+    assert sorted(t.get_text() for t in valid.get_legend().get_texts()) == ["R", "V", "floor: KN bigram"]
+    assert "2 seeds each" in fig.axes[0].get_title()
+    fig = curves_figure({"V": _rows([120], every=300)}, "lm")
+    assert "evaluated at the end only" in fig.axes[1].get_title()
+
+
+def test_plot_runs_notes_runs_tokenized_differently(tmp_path):
+    from synthformer.plots.curves import tokenizer_note
+
+    folders = {}
+    for name, vocab in (("a", 4000), ("b", 2000), ("c", 2000)):
+        folders[name] = tmp_path / name
+        folders[name].mkdir()
+        (folders[name] / "config.json").write_text(json.dumps({"train": {"data": "chitchat", "tokenizer": "bpe",
+                                                                         "vocab_size": vocab}}))
+    note = tokenizer_note(folders)
+    assert "not tokenized alike" in note and "a: chitchat, bpe 4000" in note and "b, c: chitchat, bpe 2000" in note
+    assert tokenizer_note({k: folders[k] for k in ("b", "c")}) is None

@@ -407,3 +407,39 @@ def test_eval_test_decodes_the_whole_test_split_unless_told_otherwise(data, tmp_
         done = json.loads((run / "done.json").read_text())
         assert done["valid"]["decoded"] == 2
         assert done["test"]["decoded"] == (expect or done["test"]["decoded_of"]) and done["test"]["decoded_of"] > 3
+
+
+def test_stop_after_at_the_resumed_step_trains_nothing(data, tmp_path):
+    """Issue 50: `--stop_after 40` after a resume at 40 stopped at 41."""
+    run = tmp_path / "run"
+    cfg = TrainConfig(task="lm", data=str(data["lm"]), out=str(run), steps=5, stop_after=2, batch_size=4, seq_len=24,
+                      vocab_size=300, eval_every=0, eval_batches=1, threads=1, progress=False, warmup_steps=1)
+    assert train(cfg, {"num_layers": 1}, log=lambda m: None)["stopped_at"] == 2
+    again = train(TrainConfig(**{**cfg.to_dict(), "stop_after": 2, "resume": True}), log=lambda m: None)
+    assert again["stopped_at"] == 2
+    assert json.loads((run / "checkpoints" / "latest.json").read_text())["step"] == 2
+    later = train(TrainConfig(**{**cfg.to_dict(), "stop_after": 3, "resume": True}), log=lambda m: None)
+    assert later["stopped_at"] == 3
+
+
+def test_warmup_follows_the_budget_when_not_given():
+    """Issue 50: warmup_steps=100 whatever --steps is (with --steps 20 the lr peaked at a fifth of lr)."""
+    from synthformer.cli.compare import budget_defaults
+    from synthformer.training.config import budget_warmup, lr_at
+
+    assert budget_warmup(20, 100) == 2 and budget_warmup(1000, 100) == 100 and budget_warmup(5000, 100) == 100
+    assert budget_warmup(400, 40) == 40 and budget_warmup(3, 40) == 1  # compare's default budget: unchanged
+    cfg = TrainConfig(steps=20, warmup_steps=budget_warmup(20, 100), lr=1e-3)
+    assert max(lr_at(s, cfg) for s in range(20)) == pytest.approx(1e-3)  # the lr reaches its peak
+    over = {"steps": 20}
+    budget_defaults(over, log=lambda m: None)
+    assert over["warmup_steps"] == 2
+    over = {"steps": 20, "warmup_steps": 7}
+    budget_defaults(over, log=lambda m: None)
+    assert over["warmup_steps"] == 7  # given: kept
+    notes = []
+    budget_defaults({}, log=notes.append)
+    assert "lr 0.002 (train: 0.001)" in notes[0] and "vocab_size 2000 (train: 4000)" in notes[0]
+    notes.clear()
+    budget_defaults({"lr": 1e-3, "vocab_size": 4000, "steps": 1000, "warmup_steps": 100}, log=notes.append)
+    assert not notes or "lr " not in notes[0]

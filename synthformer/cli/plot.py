@@ -87,8 +87,16 @@ def _bench(args) -> int:
 def _runs(args) -> int:
     from ..plots import find_runs, plot_curves
 
+    from ..plots.curves import tokenizer_note
+
     runs, task = find_runs(args.folders)
-    plot_curves(runs, args.out, task=task, title=args.title)
+    note = tokenizer_note(runs)
+    if note:
+        print(note)
+    title = args.title or ""
+    if note:
+        title = (title + "\n" if title else "") + "runs tokenized differently: metrics not comparable across them"
+    plot_curves(runs, args.out, task=task, title=title)
     print(f"wrote {args.out} from {len(runs)} runs ({', '.join(runs)})")
     return 0
 

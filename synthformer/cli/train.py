@@ -26,6 +26,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args, rest: list[str]) -> int:
     from ..data.sources import SOURCES
     from ..training.plan import check_model_overrides
+    from ..training.config import TrainConfig, budget_warmup
     from ..training.loop import RESULT_FREE, train
 
     train_over, model_over = parse_overrides(rest, args.config)
@@ -51,6 +52,10 @@ def run(args, rest: list[str]) -> int:
         data = train_over.get("data")
         if data is not None and data not in SOURCES and Path(data).expanduser().exists():
             train_over["data"] = str(Path(data).expanduser().resolve())  # stored so eval works from any folder
+        if "warmup_steps" not in train_over:  # from the budget: a tenth of the steps, at most the default
+            steps = train_over.get("steps", TrainConfig.steps)
+            if isinstance(steps, int) and steps >= 0:
+                train_over["warmup_steps"] = budget_warmup(steps, TrainConfig.warmup_steps)
         cfg = make_train_config(train_over)
         check_model_overrides(cfg, model_over)  # a bad model option fails before any data is read
         result = train(cfg, model_over)

@@ -44,7 +44,8 @@ from .grid import INTERIM, SETTINGS, Cell, Grid, check_settings, record_settings
 from .paper.numbers import LABEL, task_kind
 from .rows import aggregate, gate_line, shape_text, variant_name, with_floor
 from .speed import add_speed, speed_note
-from .tables import floor_line, findings, findings_markdown, table_markdown, tuning_markdown
+from .tables import (INSTALLED_SIZING, compare_table_markdown, floor_line, findings, findings_markdown,
+                     table_markdown, tuning_markdown)
 from ..tasks.metrics import scalars
 from .tuning import Sweep, TuneConfig, untuned, winner_run
 
@@ -98,7 +99,7 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
             log=print, seeds: int | None = None, kind: str | None = None, claims: list[str] | None = None,
             tune: TuneConfig | None = None, reuse: bool = False, only: list[str] | None = None,
             interim: bool = False, sweeps_from: Path | None = None, gate: str | None = None,
-            executor=None) -> dict | None:
+            executor=None, own_table: bool = False) -> dict | None:
     """Train every variant `seeds` times (seeds s, s+1, ...) into ``out``; write table.md, curves.png,
     results.json.
 
@@ -110,8 +111,9 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     and data, `task_kind`); `claims` narrows the claims checked to these claim or table names.
 
     ``out`` records its settings (settings.json) and is locked while it runs (the lock of
-    `synthformer train`); a folder of other settings is refused. A finished comparison is refused too,
-    or returned when `reuse`. Returns the results dict also written to results.json.
+    `synthformer train`); a folder of other settings is refused, but more variants or seeds extend it (`_extend`).
+    A finished one is returned (`reuse`) or its table printed again. Returns the results (results.json).
+    `own_table`: compare's own table (`tables.compare_table_markdown`), not reproduce's (`table_markdown`).
 
     `sweeps_from`: another comparison folder of the same settings whose finished sweep candidates stand in.
 
@@ -149,7 +151,7 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
                 "model": dict(model_overrides), "seeds": "auto" if seeds is None else seeds,
                 "tune": tune.to_dict() if tune else None, **({"gate": names[0]} if gate else {})}
     plan = _Plan(tuple(names), base, dict(model_overrides), out, seeds, kind, chosen, tune, settings,
-                 None if only is None else tuple(only), sweeps_from, gate is not None, executor)
+                 None if only is None else tuple(only), sweeps_from, gate is not None, executor, own_table)
     if interim:
         if only is not None:
             raise CompareError("interim reports the finished variants and trains none: drop `only`")
@@ -163,17 +165,61 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     _open_folder(out)
     try:
         with RunLock(out):  # `train --out X` and `compare --out X` exclude each other
+            if not reuse and only is None:
+                _extend(out, settings, log)
             if check_settings(out, settings, CompareError, record=False):
-                if not reuse:
-                    raise CompareError(f"{out} already holds a finished comparison (results.json); choose another "
-                                       "--out")
-                log(f"{out}: finished earlier, reusing {out / 'results.json'}")
-                return read_json(out / "results.json", CompareError, f"delete {out} to start over")
+                return _finished(plan, reuse, log)
             return _run(plan, log)
     finally:
         if created and not (out / SETTINGS).exists():  # failed before anything was recorded (e.g. bad data)
             with contextlib.suppress(OSError):
                 out.rmdir()
+
+
+def _finished(plan: "_Plan", reuse: bool, log) -> dict:
+    """A finished comparison's results: returned as they are (`reuse`), or with its table printed again."""
+    results = read_json(plan.out / "results.json", CompareError, f"delete {plan.out} to start over")
+    if reuse:
+        log(f"{plan.out}: finished earlier, reusing {plan.out / 'results.json'}")
+    else:
+        log(f"{plan.out}: finished earlier (nothing trained); its table again (add variants or seeds to extend it):")
+        _report_text(plan.base, results, plan.own_table, log)
+    return results
+
+
+def _extend(out: Path, settings: dict, log) -> None:
+    """Let a comparison grow: when `out` was run with the same settings but fewer variants or fewer seeds than
+    `settings` names, record the new settings and set the finished results aside (results.json moved to
+    results.previous.json), so the run trains only the new cells (every kept cell is reused) and rebuilds the
+    table. Anything else that differs (a training or model option, fewer variants or seeds) is left to
+    `check_settings`, which refuses it naming the keys: those would change the existing cells."""
+    file = out / SETTINGS
+    if not file.exists():
+        return
+    stored = json.loads(file.read_text(encoding="utf-8"))
+    mine = json.loads(json.dumps(settings))  # as stored: tuples -> lists
+    if not isinstance(stored, dict) or stored == mine:
+        return
+    same = {k: v for k, v in stored.items() if k not in ("variants", "seeds")}
+    if same != {k: v for k, v in mine.items() if k not in ("variants", "seeds")} or "gate" in stored:
+        return
+    old_variants, old_seeds = stored.get("variants") or [], stored.get("seeds")
+    more_variants = set(old_variants) <= set(mine["variants"])
+    more_seeds = old_seeds == mine["seeds"] or (isinstance(old_seeds, int) and isinstance(mine["seeds"], int)
+                                                and mine["seeds"] >= old_seeds)
+    if not (more_variants and more_seeds):
+        return
+    added = [v for v in mine["variants"] if v not in old_variants]
+    log(f"{out}: extending the comparison ({', '.join(old_variants)} x {old_seeds} seed(s)) with "
+        + ", ".join(filter(None, [f"variant(s) {', '.join(added)}" if added else "",
+                                  f"{mine['seeds']} seeds" if mine["seeds"] != old_seeds else ""]))
+        + "; the finished cells are reused, only the new ones train"
+        + ("; from 1 seed the run folders are named per seed, so seed "
+           f"{mine['train'].get('seed')} trains again" if old_seeds == 1 and mine["seeds"] != 1 else ""))
+    done = out / "results.json"
+    if done.exists():
+        done.replace(out / "results.previous.json")
+    record_settings(out, settings)
 
 
 @dataclass(frozen=True)
@@ -192,6 +238,7 @@ class _Plan:
     sweeps_from: Path | None = None
     gate: bool = False
     executor: object = None  # how the grid trains its cells (synthformer.evidence.executors); None: in this process
+    own_table: bool = False  # compare's own table format (`compare`'s `own_table`), not reproduce's
 
 
 def _run(plan: _Plan, log, interim: bool = False) -> dict | None:
@@ -244,7 +291,7 @@ def _run(plan: _Plan, log, interim: bool = False) -> dict | None:
                "created": time.strftime("%Y-%m-%d %H:%M:%S"), **({"pending": pending} if interim else {}),
                **({"gated": gated} if gated else {}), **({"speed": speed} if speed else {})}
     results["findings"] = findings(with_floor(results), plan.kind, chosen, gated)
-    _write_report(out, base, results, log)
+    _write_report(out, base, results, log, plan.own_table)
     return results
 
 
@@ -324,14 +371,12 @@ def _floor(out: Path, task: str, kind: str, data, log, split: str = "valid") -> 
     return row
 
 
-def _write_report(out: Path, base, results: dict, log) -> None:
-    """table.md, curves.png, then results.json last (it marks the comparison complete); an interim
-    report (results["pending"]) is interim.md and its results, interim.json, alone."""
-    from ..plots.curves import plot_curves  # matplotlib only when drawing
-
+def _report_text(base, results: dict, own_table: bool = False, log=None) -> str:
+    """The report of a comparison (table.md / interim.md) as Markdown, logged when `log` is given;
+    `own_table`: compare's own table and findings wording (`compare`), else reproduce's."""
     kind, seeds, rows = results["kind"], results["seeds"], results["variants"]
-    seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}..{seeds[-1]}"
     pending = results.get("pending")
+    seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}..{seeds[-1]}"
     title = "# synthformer compare" if pending is None else f"# Interim ({results['created']}), synthformer compare"
     shape = shape_text(rows[0]["model"]) if rows and rows[0].get("model") else f"preset {base.preset}"
     header = (f"{title}: {base.task} on {base.data} (task kind {kind}), {shape}, "
@@ -340,8 +385,9 @@ def _write_report(out: Path, base, results: dict, log) -> None:
         header += (f"\nFinished: {', '.join(r['variant'] for r in rows)}. Still running or not started: "
                    f"{', '.join(pending) or 'none'}. A claim naming an unfinished variant is left out until it "
                    "finishes; the full report (table.md, results.json) comes with the last cell.\n")
-    note = floor_line(with_floor(results), base.task)
-    text = (header + "\n" + table_markdown(with_floor(results), base.task, kind=kind, split=results["split"]) + "\n\n"
+    note = floor_line(with_floor(results), base.task, **({"sizing": INSTALLED_SIZING} if own_table else {}))
+    table = compare_table_markdown if own_table else table_markdown
+    text = (header + "\n" + table(with_floor(results), base.task, kind=kind, split=results["split"]) + "\n\n"
             + (f"**{note}**\n\n" if note else "") + (f"**{gate_line(results['gated'])}**\n\n"
                                                       if results.get("gated") else "")
             + (f"{speed_note(results['speed'])}\n\n" if results.get("speed") else
@@ -349,17 +395,33 @@ def _write_report(out: Path, base, results: dict, log) -> None:
                if pending is not None else "")
             + tuning_markdown(rows, results.get("tuning"))
             + f"\n\n## The paper's claims for task kind {kind}, checked here\n\n"
-            + findings_markdown(results["findings"]) + "\n")
-    log("\n" + text)
+            + findings_markdown(results["findings"], words=own_table) + "\n")
+    if log is not None:
+        log("\n" + text)
+    return text
+
+
+def _write_report(out: Path, base, results: dict, log, own_table: bool = False) -> None:
+    """table.md, curves.png, then results.json last (it marks the comparison complete); an interim
+    report (results["pending"]) is interim.md and its results, interim.json, alone."""
+    from ..plots.curves import plot_curves  # matplotlib only when drawing
+
+    seeds, rows, pending = results["seeds"], results["variants"], results.get("pending")
+    text = _report_text(base, results, own_table, log)
     if pending is not None:
         atomic_write_text(out / "interim.md", text)
         atomic_write_json(out / INTERIM, results)  # its findings for `reproduce --index`
         log(f"wrote {out / 'interim.md'} and {INTERIM}: {len(rows)} finished, {len(pending)} pending")
         return
     atomic_write_text(out / "table.md", text)
-    plot_curves({r["variant"]: curve(out, Path(r["run"])) for r in rows}, out / "curves.png", base.task,
-                title=f"{base.task} on {base.data} ({base.preset}, {base.steps} steps"
-                      + (f", seed {base.seed} of {len(seeds)}" if len(seeds) > 1 else "") + ")")
+    if own_table:  # every seed of every variant, and the floor line
+        plot_curves({r["variant"]: tuple(curve(out, Path(run)) for run in r.get("runs") or [r["run"]]) for r in rows},
+                    out / "curves.png", base.task, floor=results.get("floor"),
+                    title=f"{base.task} on {base.data} ({base.preset}, {base.steps} steps, {len(seeds)} seed(s))")
+    else:
+        plot_curves({r["variant"]: curve(out, Path(r["run"])) for r in rows}, out / "curves.png", base.task,
+                    title=f"{base.task} on {base.data} ({base.preset}, {base.steps} steps"
+                          + (f", seed {base.seed} of {len(seeds)}" if len(seeds) > 1 else "") + ")")
     atomic_write_json(out / "results.json", results)
     log(f"wrote {out / 'table.md'}, {out / 'curves.png'}, {out / 'results.json'} ({results['wall_s']:.0f}s)")
 

@@ -476,19 +476,44 @@ def _gated(claim: Claim, rows: list[dict], gated: dict) -> dict:
                     f"{', '.join(skipped)} were not trained at this budget", "gated": True}
 
 
-def finding_line(f: dict) -> str:
+def finding_line(f: dict, words: bool = False) -> str:
     """One Markdown bullet for a finding: paper, ours (with 95% intervals when present), each pair's gap
-    with its interval, the rule and any note."""
+    with its interval, the rule and any note. `words` (compare's own report): each gap in the words of
+    its direction ("R 15.5% faster than V"; `gap_words`) instead of the signed shortfall."""
     spec = "{:,.0f}" if f["metric"] in BESIDE_METRICS else "{:.4g}"
     ours = ", ".join(f"{v} {Stat(**{**s, 'interval': tuple(s['interval']) if s.get('interval') else None}).show(spec)}"
                      for v, s in f["ours"].items()) or "none trained"
     paper = ", ".join(f"{v} {_paper(p)}" for v, p in f["paper"].items()) or "a figure, no numbers"
-    gaps = ", ".join(f"{next(iter(f['ours']))} vs {p['other']} {p['gap']:+.1%}"
-                     + (f" [{p['interval'][0]:+.1%}, {p['interval'][1]:+.1%}]" if p.get("interval") else "")
-                     for p in f["pairs"])
+    if words:
+        gaps = "; ".join(gap_words(next(iter(f["ours"])), p, f["metric"]) for p in f["pairs"])
+        gaps = f"; {gaps}" if gaps else ""
+    else:
+        gaps = ", ".join(f"{next(iter(f['ours']))} vs {p['other']} {p['gap']:+.1%}"
+                         + (f" [{p['interval'][0]:+.1%}, {p['interval'][1]:+.1%}]" if p.get("interval") else "")
+                         for p in f["pairs"])
+        gaps = f"; shortfall {gaps}" if gaps else ""
     return (f"**{f['status']}**: {f['text']} [{f['table']}, {f['benchmark']}; `{f['claim']}`]. "
-            f"Paper: {paper}. Ours ({f['metric']}): {ours}" + (f"; shortfall {gaps}" if gaps else "")
+            f"Paper: {paper}. Ours ({f['metric']}): {ours}" + gaps
             + f". Rule: {f['rule']}." + (f" Note: {f['note']}." if f.get("note") else ""))
+
+
+# How a gap reads in each direction (positive gap = the subject worse), per metric; the rest: worse / better.
+GAP_WORDS = {"tokens_per_s": ("slower", "faster"), "peak_bytes": ("heavier", "lighter")}
+
+
+def gap_words(subject: str, pair: dict, metric: str) -> str:
+    """A pair's relative gap in words that follow the metric's direction, e.g. "R 15.5% faster than V (95%
+    interval: 10.2% to 20.8% faster)"; the gap is relative to the other's mean."""
+    worse, better = GAP_WORDS.get(metric, ("worse", "better"))
+
+    def say(g: float) -> str:
+        return f"{abs(g):.1%} {worse if g > 0 else better}" if g else "level"
+
+    text = f"{subject} {say(pair['gap'])} than {pair['other']}"
+    if pair.get("interval"):
+        lo, hi = pair["interval"]
+        text += f" (95% interval: {say(lo)} to {say(hi)})"
+    return text
 
 
 def _paper(value: float) -> str:

@@ -8,17 +8,21 @@ import math
 from collections import Counter
 
 from .judge import finding_line, judge_rows, seed_values, status_rank
-from ..utils.stats import stat
+from ..utils.stats import stat, wilson
 from .paper.numbers import CITATION, LABEL, paper_columns
-from ..tasks.metrics import LOWER_IS_BETTER, METRIC_COLUMNS
+from ..tasks.metrics import LOWER_IS_BETTER, METRIC_COLUMNS, POINT_METRICS, PROPORTION_METRICS, clip_to_range
 from .tuning import at_chance, beyond_edge
 
 
 
 SIZING = "reproductions/NOTES.md (section 'Sizing')"  # measured model sizes and steps that clear the floors
+# The same pointer for compare's own report, which an installed package prints too (it has no reproductions/)
+INSTALLED_SIZING = ("`synthformer reproduce --list` (each table's cpu budget is a size and a step count measured to "
+                    "clear its floors, e.g. table2's LM: d=128, 4 layers, 3,000 steps); `make demo` is one that "
+                    "clears it in about 10 minutes")
 
 
-def floor_line(rows: list[dict], task: str) -> str | None:
+def floor_line(rows: list[dict], task: str, sizing: str = SIZING) -> str | None:
     """One line when no variant beats the floor row on the task's main metric (nothing was learned at
     this budget, so every finding is 'not learned'), naming the floor and where a sufficient size is
     measured; None when some variant beats it or there is no floor."""
@@ -32,7 +36,7 @@ def floor_line(rows: list[dict], task: str) -> str | None:
     if any(beats):
         return None
     return (f"No variant beats the floor ({floors[0].get('name', 'trivial baseline')}: {key} {floor:.4g}) at this "
-            f"budget, so every finding is 'not learned'; model sizes and steps that clear it: {SIZING}.")
+            f"budget, so every finding is 'not learned'; model sizes and steps that clear it: {sizing}.")
 
 
 def _on_split(title: str, split: str) -> str:
@@ -115,6 +119,120 @@ def table_markdown(rows: list[dict], task: str, baseline: str = "V", kind: str |
     return "\n".join(lines + ([""] + notes if notes else []))
 
 
+MIN_SEEDS = 3  # under this many seeds per variant the table warns: the seed spread is barely estimated
+
+
+def few_seeds_warning(rows: list[dict]) -> str | None:
+    """One line when a variant has fewer than MIN_SEEDS seeds, else None."""
+    n = min((len(r.get("seeds") or [r]) for r in rows if not r.get("floor")), default=MIN_SEEDS)
+    if n >= MIN_SEEDS:
+        return None
+    why = ("one seed shows no training noise: its interval covers the evaluation items only" if n == 1 else
+           "a t interval over 2 seeds has 1 degree of freedom (t = 12.7), so it is mostly width")
+    return (f"Warning: {n} seed(s) per variant; {why}. Findings need {MIN_SEEDS} or more seeds to be decided "
+            f"reliably (--seeds {MIN_SEEDS}).")
+
+
+def compare_table_markdown(rows: list[dict], task: str, baseline: str = "V", kind: str | None = None,
+                           split: str = "valid") -> str:
+    """`synthformer compare`'s own table (table.md and the console): per metric its mean, the seed spread
+    (sample std) and the 95% interval in labelled columns, intervals cut to the metric's range, changes in
+    points for 0-100 metrics (with the relative change beside) and relative for the others, and a warning
+    under MIN_SEEDS seeds. With 2 seeds a proportion's interval is Wilson's over the evaluation items (a t
+    interval with 1 degree of freedom says nothing), marked as covering the items only. `reproduce` reports
+    keep `table_markdown`."""
+    kind = kind or task
+    floors = [r for r in rows if r.get("floor")]
+    rows = [r for r in rows if not r.get("floor")]
+    ours = [(_on_split(t, split), k, f) for t, k, f in METRIC_COLUMNS.get(task, [("loss", "loss", "{:.3f}")])]
+    main_title, main_key, main_spec = ours[0]
+    base = next((r for r in rows if r["variant"] == baseline), None)
+    paper_titles = list(paper_columns(kind, baseline))
+    unit = "points (relative)" if main_key in POINT_METRICS else "relative"
+    head = ["model", "params"]
+    for title, _, _ in ours:
+        head += [f"{title}: mean", "seed spread (std)", "95% interval"]
+    head += [f"Δ {main_title} vs {baseline}, {unit}", "tokens/s", f"speed vs {baseline}"]
+    head += [f"paper: {t}" for t in paper_titles]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    marks = set()
+    for r in rows:
+        m = r.get("metrics") or {}
+        cells = [r["variant"], _params(r["params"])]
+        for _, k, spec in ours:
+            s = stat(seed_values(r, k)) if r.get("seeds") else None
+            cells += [_fmt(m.get(k), spec), "—" if s is None or s.std is None else spec.format(s.std)]
+            interval, mark = _display_interval(r, k)
+            marks |= {mark} if mark else set()
+            cells.append("—" if interval is None else
+                         f"[{_fmt(interval[0], spec)}, {_fmt(interval[1], spec)}]{mark}")
+        b = (base.get("metrics") or {}).get(main_key) if base is not None else None
+        cells.append(_change(m.get(main_key), b, main_key, main_spec))
+        machines = _machines(r)
+        cells.append(_fmt(r.get("tokens_per_s"), "{:,.0f}") if len(machines) == 1 else "—")
+        cells.append(f"{r['tokens_per_s'] / base['tokens_per_s']:.2f}x"
+                     if base and len(machines) == 1 and machines == _machines(base) else "—")
+        cells += [_fmt(v) for v in paper_columns(kind, r["variant"]).values()]
+        lines.append("| " + " | ".join(cells) + " |")
+    for f in floors:
+        cells = [f"floor: {f.get('name', 'trivial baseline')}", "—"]
+        for _, k, spec in ours:
+            cells += [_fmt((f.get("metrics") or {}).get(k), spec), "—", "—"]
+        lines.append("| " + " | ".join(cells + ["—"] * (len(head) - len(cells))) + " |")
+    seeds = max((len(r.get("seeds") or [r]) for r in rows), default=1)
+    notes = [f"Our metrics: mean over {seeds} seed(s); seed spread = sample std over the seeds; 95% interval = the "
+             "bootstrap over evaluation items combined with the spread over seeds (t), cut to the metric's range. "
+             + ("Δ is in points of the metric, with the relative change in brackets; " if main_key in POINT_METRICS
+                else "Δ is the relative change of the mean; ")
+             + f"speed compares mean tokens/s (above 1.00x: faster than {baseline})."]
+    if "ʷ" in marks:
+        notes.append("ʷ 2 seeds: Wilson interval of the proportion over the evaluation items; it does not cover "
+                     "the seed spread, which 2 seeds cannot estimate.")
+    if "‡" in marks:
+        notes.append("‡ 2 seeds: a t interval with 1 degree of freedom (t = 12.7), so wide it decides little.")
+    warning = few_seeds_warning(rows)
+    if warning:
+        notes.append(f"**{warning}**")
+    if floors:
+        notes.append("The floor row is a trivial baseline on the same data and tokens (e.g. a Kneser-Ney bigram "
+                     "for LM, the majority class for classification): a variant not beating it learned nothing "
+                     "a claim can be read from.")
+    machines = set().union(*(_machines(r) for r in rows))
+    if len(machines) > 1:
+        named = "; ".join(sorted(m or "not recorded" for m in machines))
+        notes.append(f"The training runs ran on different machines ({named}): tokens/s and speed are shown only "
+                     f"where a variant's runs and {baseline}'s all ran on one of them.")
+    if paper_titles:
+        notes.append(f"Columns marked *paper:* are {LABEL} ({CITATION}); compare orderings, not values.")
+    return "\n".join(lines + [""] + notes)
+
+
+def _display_interval(row: dict, key: str) -> tuple[tuple[float, float] | None, str]:
+    """The 95% interval compare's table shows for `key` and its mark: the row's interval cut to the metric's
+    range; with 2 seeds a proportion's Wilson interval over the evaluation items ("ʷ"), another metric's t
+    interval marked "‡"."""
+    n = len(row.get("seeds") or [row])
+    mean = (row.get("metrics") or {}).get(key)
+    items = (row.get("metrics") or {}).get("examples")
+    if n == 2 and key in PROPORTION_METRICS and mean is not None and items:
+        lo, hi = wilson(min(max(mean / 100.0, 0.0), 1.0), items)
+        return (100.0 * lo, 100.0 * hi), "ʷ"
+    interval = (row.get("interval") or {}).get(key)
+    if not interval or any(v is None or not math.isfinite(v) for v in interval):
+        return None, ""
+    return clip_to_range(key, *interval), "‡" if n == 2 else ""
+
+
+def _change(value, base, key: str, spec: str) -> str:
+    """A mean's change from the baseline's: points (and relative) on a 0-100 metric, relative otherwise."""
+    if value is None or not base:
+        return "—"
+    rel = f"{100.0 * (value - base) / base:+.1f}%"
+    if key in POINT_METRICS:
+        return f"{value - base:+.2f} pt ({rel})"
+    return rel
+
+
 def _machines(row: dict) -> set:
     """The hardware the row's tokens/s were measured on (None: not recorded, as in runs before it was): its
     training runs' own, or the one machine of `synthformer.evidence.speed`'s timing when that replaced them."""
@@ -187,13 +305,14 @@ def findings(rows: list[dict], kind: str, claims=None, gated: dict | None = None
     return judge_rows(rows, kind, claims, gated)
 
 
-def findings_markdown(found: list[dict]) -> str:
-    """Findings as Markdown bullets, with the rule that decided them."""
+def findings_markdown(found: list[dict], words: bool = False) -> str:
+    """Findings as Markdown bullets, with the rule that decided them (`words`: gaps in the words of their
+    direction, compare's own report; `judge.finding_line`)."""
     if not found:
         return "No claim of the paper applies to this task and these variants."
     counts = Counter(f["status"] for f in found)
     summary = ", ".join(f"{counts[s]} {s}" for s in sorted(counts, key=status_rank))
-    return f"{summary}.\n\n" + "\n".join(f"- {finding_line(f)}" for f in found)
+    return f"{summary}.\n\n" + "\n".join(f"- {finding_line(f, words=words)}" for f in found)
 
 
 def cell_text(text) -> str:

@@ -13,6 +13,23 @@ METRIC_COLUMNS = {
 # higher-is-better. peak_bytes is a measurement beside the metrics (memory claims), lower is better too.
 LOWER_IS_BETTER = frozenset({"ppl", "loss", "peak_bytes"})
 METRIC_TITLES = {"bleu": "BLEU", "rougeL": "ROUGE-L", "ppl": "PPL"}  # short names in findings
+# The range each metric can take (None: unbounded on that side): reports clip intervals to it, so an accuracy
+# interval never reads above 100. Metrics on a 0-100 scale (POINT_METRICS) change in points, the others relatively.
+METRIC_RANGE = {"accuracy": (0.0, 100.0), "bleu": (0.0, 100.0), "rougeL": (0.0, 100.0), "chrf": (0.0, 100.0),
+                "ppl": (1.0, None), "loss": (0.0, None), "tokens_per_s": (0.0, None)}
+POINT_METRICS = frozenset({"accuracy", "bleu", "rougeL", "chrf"})
+# Metrics that are a share of evaluation items (a Wilson interval over the items applies).
+PROPORTION_METRICS = frozenset({"accuracy"})
+
+
+def clip_to_range(metric: str, lo: float, hi: float) -> tuple[float, float]:
+    """(lo, hi) cut to the values `metric` can take (`METRIC_RANGE`)."""
+    low, high = METRIC_RANGE.get(metric, (None, None))
+    if low is not None:
+        lo, hi = max(lo, low), max(hi, low)
+    if high is not None:
+        lo, hi = min(lo, high), min(hi, high)
+    return lo, hi
 
 
 def lower_is_better(metric: str) -> bool:

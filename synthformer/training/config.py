@@ -40,7 +40,7 @@ class TrainConfig:
     data_options: dict = dataclasses.field(default_factory=dict)  # the source's own options, e.g. {max_words: 300} (manpages-summ), {context_turns: 3} (chitchat seq2seq)
     max_examples: int | None = None  # cap on training examples (valid/test get a tenth); None = all
     preset: str = "tiny"  # model shape preset (tiny | small | base); model fields given override it
-    tokenizer: str = "bpe"  # bpe | char | byte
+    tokenizer: str = "bpe"  # bpe | char | word | byte | pixel (byte values as tokens: LRA Image)
     vocab_size: int = 4000  # BPE vocabulary size, specials and the 256 bytes included
     seq_len: int | None = None  # tokens per sequence: lm/mlm block length, cap for seq2seq/classify; None = model max_seq_len
     strict_length: bool = False  # refuse sequences longer than seq_len instead of truncating with a warning
@@ -49,7 +49,7 @@ class TrainConfig:
     steps: int = 1000  # optimizer steps of the whole run
     lr: float = 1e-3  # peak learning rate (AdamW)
     min_lr_ratio: float = 0.1  # final learning rate as a fraction of lr (cosine / linear decay)
-    warmup_steps: int = 100  # linear warm-up from lr/warmup_steps to lr
+    warmup_steps: int = 100  # linear warm-up from lr/warmup_steps to lr (on the command line, when not given: a tenth of --steps, at most 100)
     schedule: str = "cosine"  # decay after warm-up: cosine | linear | constant
     weight_decay: float = 0.01  # AdamW decoupled weight decay (weight matrices only; not biases, norms, mixture weights, position tables)
     table_lr_mult: float = 10.0  # lr multiplier of the synthesizers' position tables (R, R1/R2, Dense F2, FD factors); measured: docs/recipe.md
@@ -168,6 +168,16 @@ RULES: dict[str, tuple] = {
 
 
 # ----------------------------------------------------------------------------- the schedule
+WARMUP_FRACTION = 0.1  # the warm-up a budget gets when none is given: this share of its steps ...
+
+
+def budget_warmup(steps: int, cap: int) -> int:
+    """Warm-up steps for a run of `steps` when none is given (`train` and `compare` on the command line): a
+    tenth of the steps, at most `cap` (the command's default warm-up) and at least 1. `--steps 20` used to
+    keep 100 warm-up steps, so its lr peaked at a fifth of `lr`; at the default steps the value is unchanged."""
+    return max(1, min(cap, int(steps * WARMUP_FRACTION)))
+
+
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Learning rate for optimizer step `step` (0-based): linear warm-up, then the decay schedule."""
     if step < cfg.warmup_steps:

@@ -344,6 +344,8 @@ def _run_loop(loop: _Loop) -> None:
     loop.parts.model.train()
     try:
         while loop.step < cfg.steps:
+            if cfg.stop_after is not None and cfg.stop_after <= loop.step:  # resumed at (or past) the stop:
+                break  # nothing to train; its checkpoint is the one resumed from (`--stop_after 40` at 40 is 40)
             _, lr, grad_norm = _train_step(loop, batches, autocast)
             bar.update(1)
             if loop.step % cfg.log_every == 0 or loop.step == cfg.steps:

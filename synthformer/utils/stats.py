@@ -204,3 +204,14 @@ def mean_se_independent(ses: Sequence[float | None]) -> float | None:
     if not ses or any(s is None for s in ses):
         return None
     return math.sqrt(sum(s * s for s in ses)) / len(ses)
+
+
+def wilson(p: float, n: float, level: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion `p` (0..1) observed on `n` items: (lo, hi), always inside
+    [0, 1], and sensible at p near 0 or 1 where the normal interval is not."""
+    if not n > 0 or not 0.0 <= p <= 1.0:
+        raise ValueError(f"wilson needs 0 <= p <= 1 and n > 0, got p={p}, n={n}")
+    z = _normal_quantile(1 - (1 - level) / 2)
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
