@@ -547,3 +547,44 @@ def test_resume_refuses_other_arguments():
 def test_datasplits_repr():
     s = DataSplits([1, 2], [3], [4], "lm", {"source": "x"})
     assert repr(s) == "DataSplits(task='lm', source='x', train=2, valid=1, test=1)"
+
+
+def test_show_reports_the_real_split_sizes(tmp_path, capsys):
+    """Issue 50: `data show DATA -n 2` printed DataSplits(train=30, valid=3, test=3) for a 533/67/81 split (it
+    loaded max(n, 30) examples)."""
+    folder = tmp_path / "flat"
+    folder.mkdir()
+    for split, n in (("train", 533), ("valid", 67), ("test", 81)):
+        (folder / f"{split}.txt").write_text("".join(f"line {i} of {split}\n" for i in range(n)))
+    full = load_source(folder)
+    assert data_main(["show", str(folder), "-n", "2"]) == 0
+    out = capsys.readouterr().out
+    assert f"train={len(full.train)}, valid={len(full.valid)}, test={len(full.test)}" in out
+    assert len(full.train) > 30 and out.count("\n- ") + out.startswith("- ") == 2
+
+
+def test_bpe_tokenizer_is_cached_by_the_texts_and_settings(tmp_path, monkeypatch):
+    """Issue 50: the BPE tokenizer was trained again on every run of the same data (30.8 s of a 5-step run)."""
+    from synthformer.data import tokenizer as tk
+
+    monkeypatch.setenv("SYNTHFORMER_DATA", str(tmp_path))
+    texts = [f"the quick brown fox {i} jumps over the lazy dog {i % 7}" for i in range(300)]
+    calls = []
+    real = tk.build_tokenizer
+    monkeypatch.setattr(tk, "build_tokenizer", lambda *a, **k: calls.append(a) or real(*a, **k))
+    first = tk.cached_tokenizer("bpe", texts, vocab_size=300)
+    again = tk.cached_tokenizer("bpe", texts, vocab_size=300)
+    assert len(calls) == 1 and again.hf.to_str() == first.hf.to_str()  # trained once, reused as it was
+    assert len(list((tmp_path / "tokenizers").iterdir())) == 1
+    tk.cached_tokenizer("bpe", texts, vocab_size=320)  # other settings: another entry
+    tk.cached_tokenizer("bpe", texts[:-1], vocab_size=300)  # other texts: another entry
+    assert len(calls) == 3 and len(list((tmp_path / "tokenizers").iterdir())) == 3
+    for entry in (tmp_path / "tokenizers").iterdir():  # a damaged entry is a miss, trained again
+        (entry / "tokenizer.json").write_text("{not json")
+    tk.cached_tokenizer("bpe", texts, vocab_size=300)
+    assert len(calls) == 4
+    monkeypatch.setenv("SYNTHFORMER_TOKENIZER_CACHE", "0")
+    tk.cached_tokenizer("bpe", texts, vocab_size=300)
+    assert len(calls) == 5
+    tk.cached_tokenizer("char", texts)  # char tokenizers are not cached (they train at once)
+    assert len(list((tmp_path / "tokenizers").iterdir())) == 3

@@ -443,3 +443,6 @@ def test_warmup_follows_the_budget_when_not_given():
     notes.clear()
     budget_defaults({"lr": 1e-3, "vocab_size": 4000, "steps": 1000, "warmup_steps": 100}, log=notes.append)
     assert not notes or "lr " not in notes[0]
+    notes.clear()
+    budget_defaults({"tokenizer": "char"}, log=notes.append)
+    assert "vocab_size" not in notes[0]  # a character vocabulary has no size to choose

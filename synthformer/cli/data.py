@@ -16,7 +16,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     prep = cmds.add_parser("prepare", help="fetch Debian sources into the cache folder")
     prep.add_argument("names", nargs="+", metavar="NAME", help="a registry source (see `synthformer data list`), or 'all'")
     prep.add_argument("--cache-dir", default=None, help="default: $SYNTHFORMER_DATA or ~/.cache/synthformer")
-    show = cmds.add_parser("show", help="print split sizes and a few examples of a source or file")
+    show = cmds.add_parser("show", help="print the split sizes (whole splits) and a few examples of a source or file")
     show.add_argument("name")
     show.add_argument("--task", default=None)
     show.add_argument("-n", type=int, default=3, help="examples to print")
@@ -40,7 +40,7 @@ def run(args, rest: list[str]) -> int:
         return 0
     if args.n < 0:
         raise UsageError(f"-n {args.n}: the number of examples to print must be >= 0")
-    splits = load_source(args.name, args.task, max_examples=max(args.n, 30))
+    splits = load_source(args.name, args.task)  # whole splits: the sizes printed are the real ones
     print(splits)
     labels = splits.meta.get("labels")
     if labels:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 from ..training.overrides import UsageError
 from ._runs import add_trust_option, device_of
@@ -80,8 +81,13 @@ def run(args, rest: list[str]) -> int:
             raise UsageError(f"the prompt has {len(prompt)} tokens; the model takes at most {cfg.max_seq_len - 1}")
         out = model.generate(torch.tensor([prompt], device=device), **options)[0].tolist()
         new = out[len(prompt):]
-        new = new[:new.index(tok.eos_id)] if tok.eos_id in new else new
+        ended = tok.eos_id in new
+        new = new[:new.index(tok.eos_id)] if ended else new
         print(args.prompt + tok.decode(new))
+        if not ended and len(out) >= cfg.max_seq_len and len(new) < args.max_new_tokens:
+            print(f"note: stopped at the model's max_seq_len={cfg.max_seq_len} tokens (prompt {len(prompt)} + "
+                  f"{len(new)} new), before --max-new-tokens={args.max_new_tokens}: the position table ends there",
+                  file=sys.stderr)
     else:
         src = (tok.encode(args.prompt) + [tok.eos_id])[-cfg.max_seq_len:]
         out = model.generate(torch.tensor([src], device=device), **options)[0].tolist()

@@ -38,6 +38,7 @@ from .tokenization import to_hf_tokenizer
 
 AUTO_CLASSES = {kind: cls.auto_class for kind, cls in HF_CLASSES.items()}  # kind -> the Auto class that loads it
 WEIGHTS, CONFIG, TOKENIZER = "model.safetensors", "config.json", "tokenizer.json"
+CARD = "README.md"  # the model card: what the model is, how it was trained, its results, how to load it
 
 
 class ExportError(SynthformerError):
@@ -168,6 +169,8 @@ def export_hf(run_dir, out_dir, *, tokenizer: bool = True) -> Path:
         hf.save_pretrained(tmp)
         if hf_tok is not None:
             hf_tok.save_pretrained(tmp)
+        (tmp / CARD).write_text(model_card(src, model.config, AUTO_CLASSES[model.config.kind], hf_tok is not None),
+                                encoding="utf-8")
         for f in tmp.iterdir():
             fsync_file(f)
         _replace(tmp, out)
@@ -182,3 +185,54 @@ def export_hf(run_dir, out_dir, *, tokenizer: bool = True) -> Path:
         if not ok:
             remove_created(created)
     return out
+
+
+def model_card(src: Source, cfg, auto_class: str, with_tokenizer: bool) -> str:
+    """The export's README.md: variant and size, data, training budget, the run's final metrics (from its
+    done.json when finished), the licence, and how to load it."""
+    from ..utils.jsonl import read_json
+
+    train, result = {}, {}
+    if src.run is not None:
+        try:
+            train = read_json(src.run / RUN_CONFIG, ExportError, "").get("train") or {}
+            done = src.run / "done.json"
+            result = read_json(done, ExportError, "") if done.is_file() else {}
+        except Exception:  # noqa: BLE001 - a card is best effort; the export itself was verified
+            pass
+    metrics = {k: v for k, v in (result.get("valid") or {}).items() if isinstance(v, (int, float)) and
+               not k.endswith("_se")}
+    test = {k: v for k, v in (result.get("test") or {}).items() if isinstance(v, (int, float)) and
+            not k.endswith("_se")}
+    shown = lambda m: ", ".join(f"{k} {v:.4g}" for k, v in m.items()) or "not recorded"  # noqa: E731
+    attention = cfg.attention if isinstance(cfg.attention, str) else " / ".join(map(str, cfg.attention))
+    load = f"{auto_class}.from_pretrained(\"PATH\", trust_remote_code=True)"
+    lines = [
+        "---", "library_name: transformers", "license: mit", "tags:", "- synthformer", "- synthesizer", "---", "",
+        f"# synthformer {cfg.kind}: attention {attention}", "",
+        f"A synthformer model (kind {cfg.kind}) with synthetic attention (Tay et al., *Synthesizer: Rethinking "
+        "Self-Attention for Transformer Models*, ICML 2021, arXiv:2005.00743), trained and exported (`synthformer "
+        "export hf`) with the synthformer library.", "",
+        "| | |", "|---|---|",
+        f"| attention | `{attention}` |",
+        f"| size | d={cfg.embed_dim}, {cfg.num_layers} layers, {cfg.num_heads} heads, FFN {cfg.ffn_dim}, "
+        f"max_seq_len {cfg.max_seq_len}, vocabulary {cfg.vocab_size} |",
+        f"| data | {train.get('data', 'not recorded')} (task {train.get('task', cfg.kind)}, tokenizer "
+        f"{train.get('tokenizer', 'not recorded')}) |",
+        f"| training | {result.get('step', train.get('steps', '?'))} of {train.get('steps', '?')} steps x "
+        f"{train.get('batch_size', '?')} sequences, lr {train.get('lr', '?')}, seed {train.get('seed', '?')}"
+        + (" (unfinished: the latest checkpoint)" if src.unfinished else "") + " |",
+        f"| validation | {shown(metrics)} |",
+        *([f"| test | {shown(test)} |"] if test else []),
+        "| licence | MIT (the code); the weights inherit the licence of the training data |", "",
+        "## Load", "", "```python",
+        f"from transformers import {auto_class}" + (", AutoTokenizer" if with_tokenizer else ""),
+        f"model = {load}",
+        *(["tokenizer = AutoTokenizer.from_pretrained(\"PATH\", trust_remote_code=True)"] if with_tokenizer else []),
+        "```", "",
+        "The folder holds its own modeling code (synthformer's modules, vendored), so `trust_remote_code=True` "
+        "loads it without synthformer installed; after `import synthformer.hf` the Auto classes load it without "
+        f"remote code. Inputs longer than max_seq_len ({cfg.max_seq_len}) are refused: the position tables end there.",
+        "",
+    ]
+    return "\n".join(lines)

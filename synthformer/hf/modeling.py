@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from transformers import GenerationMixin, PreTrainedModel
+from transformers import GenerationConfig, GenerationMixin, PreTrainedModel
 from transformers.modeling_outputs import (BaseModelOutput, BaseModelOutputWithPast, CausalLMOutputWithPast,
                                            MaskedLMOutput, Seq2SeqLMOutput, Seq2SeqModelOutput,
                                            SequenceClassifierOutput)
@@ -70,7 +70,8 @@ class SynthformerPreTrainedModel(PreTrainedModel):
         if getattr(self, "generation_config", None) is not None:  # stop at EOS, pad after it: synthformer's generate
             gc = self.generation_config
             gc.bos_token_id, gc.eos_token_id, gc.pad_token_id = config.bos_id, config.eos_id, config.pad_id
-            gc.max_length = config.max_seq_len  # the default budget fits the position table
+            # no max_length here: saved in generation_config.json it made every call with max_new_tokens warn;
+            # `generate` fills the default budget (the position table) itself
             if config.kind == "seq2seq":
                 gc.decoder_start_token_id = config.bos_id
         self.post_init()
@@ -141,6 +142,9 @@ class SynthformerPreTrainedModel(PreTrainedModel):
         return False
 
 
+_DEFAULT_MAX_LENGTH = GenerationConfig().max_length  # transformers' own default (20): no budget was asked
+
+
 class _BoundedGenerationMixin(GenerationMixin):
     """``generate`` that refuses a budget past ``max_seq_len`` before decoding starts."""
 
@@ -149,6 +153,8 @@ class _BoundedGenerationMixin(GenerationMixin):
         gc = generation_config if generation_config is not None else self.generation_config
         new = kwargs.get("max_new_tokens", gc.max_new_tokens)
         limit = self.config.max_seq_len
+        if new is None and "max_length" not in kwargs and gc.max_length == _DEFAULT_MAX_LENGTH:
+            kwargs["max_length"] = limit  # no budget asked: decode up to the end of the position table
         start = 1 if self.config.is_encoder_decoder else (ids.shape[1] if ids is not None else 1)
         total = start + new if new is not None else kwargs.get("max_length", gc.max_length)
         if total > limit:

@@ -9,7 +9,8 @@ import time
 import warnings
 from dataclasses import dataclass
 
-from ..data import DataError, build_tokenizer, load_source
+from ..data import DataError, load_source
+from ..data.tokenizer import cached_tokenizer
 from ..tasks import Task, build_task
 from ..tasks.classify import pair_splits
 
@@ -42,15 +43,16 @@ def prepare_data(cfg, seq_len: int, tokenizer=None, log=print, pooling: str = "m
                             "(raise max_examples or add data)")
     if tokenizer is None:
         texts = _texts(splits.train, task.data_task)
-        tokenizer = build_tokenizer(cfg.tokenizer, texts, vocab_size=cfg.vocab_size)
+        tokenizer = cached_tokenizer(cfg.tokenizer, texts, vocab_size=cfg.vocab_size, log=log)
     if cfg.task == "mlm":  # mask with the tokenizer's own specials (a run's tokenizer may predate <sep>)
         task = build_task("mlm", mask_prob=cfg.mask_prob, num_specials=len(tokenizer.specials),
                           mask_id=tokenizer.mask_id)
-    with warnings.catch_warnings():
-        if cfg.task in ("seq2seq", "classify"):
-            warnings.simplefilter("default")  # one truncation warning per split, shown
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # the encoders' truncation notes: logged below as lines, not raw warnings
         encoded = {name: task.encode(getattr(splits, name), tokenizer, seq_len, cfg.strict_length)
                    for name in ("train", "valid", "test") if getattr(splits, name)}
+    for message in dict.fromkeys(str(w.message) for w in caught):  # each once, without a source line
+        log(f"note: {message}")
     log(f"data: {splits!r}, {cfg.tokenizer} tokenizer with {tokenizer.vocab_size} tokens "
         f"({time.time() - t0:.1f}s)")
     return TaskData(task, tokenizer, splits, encoded, seq_len)
