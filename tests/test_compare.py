@@ -560,6 +560,8 @@ def test_a_finished_comparison_grows_with_more_variants_or_seeds_training_only_n
     assert [r["variant"] for r in results["variants"]] == ["V", "R", "Fix"] and results["seeds"] == [0, 1, 2]
     assert {f["claim"] for f in results["findings"]} >= {"t2-lm1b-fix-vs-r"}
     assert (out / "results.previous.json").exists() and "| Fix |" in (out / "table.md").read_text()
+    speed = json.loads((out / "speed.json").read_text())  # every variant timed alike again, the new one included
+    assert sorted(speed["rows"]) == ["Fix", "R", "V"]
     # what would change a kept cell is still refused, naming it
     code, _, err = compare_main("--variants", "V,R,Fix", *args, "--seeds", "3", "--lr", "0.01")
     assert code == 2 and "was run with other settings: train.lr" in err

@@ -189,10 +189,11 @@ def _finished(plan: "_Plan", reuse: bool, log) -> dict:
 
 def _extend(out: Path, settings: dict, log) -> None:
     """Let a comparison grow: when `out` was run with the same settings but fewer variants or fewer seeds than
-    `settings` names, record the new settings and set the finished results aside (results.json moved to
-    results.previous.json), so the run trains only the new cells (every kept cell is reused) and rebuilds the
-    table. Anything else that differs (a training or model option, fewer variants or seeds) is left to
-    `check_settings`, which refuses it naming the keys: those would change the existing cells."""
+    `settings` names, record the new settings and set the finished results and speed timing aside (moved to
+    results.previous.json, speed.previous.json), so the run trains only the new cells (every kept cell is reused),
+    times every variant alike again and rebuilds the table. Anything else that differs (a training or model
+    option, fewer variants or seeds) is left to `check_settings`, which refuses it naming the keys: those would
+    change the existing cells."""
     file = out / SETTINGS
     if not file.exists():
         return
@@ -216,9 +217,9 @@ def _extend(out: Path, settings: dict, log) -> None:
         + "; the finished cells are reused, only the new ones train"
         + ("; from 1 seed the run folders are named per seed, so seed "
            f"{mine['train'].get('seed')} trains again" if old_seeds == 1 and mine["seeds"] != 1 else ""))
-    done = out / "results.json"
-    if done.exists():
-        done.replace(out / "results.previous.json")
+    for name in ("results.json", "speed.json"):  # the table is rebuilt, every variant timed alike again
+        if (out / name).exists():
+            (out / name).replace(out / name.replace(".json", ".previous.json"))
     record_settings(out, settings)
 
 
