@@ -531,6 +531,8 @@ def test_compare_findings_word_gaps_by_the_metrics_direction():
     line = finding_line(f, words=True)
     assert "R 15.5% faster than V (95% interval: 21.0% faster to 10.0% faster)" in line and "shortfall" not in line
     assert "shortfall R vs V -15.5% [-21.0%, -10.0%]" in finding_line(f)  # reproduce's reports keep their wording
+    f.update(metric="accuracy", ours={"FR": {"mean": 50.09, "std": 6.6, "n": 2, "interval": [-8.997, 109.2]}}, pairs=[])
+    assert "FR 50.09 (seed std 6.6; 95% interval [0, 100])" in finding_line(f, words=True)  # labelled, in range
     f.update(metric="ppl", pairs=[{"other": "R", "gap": 0.184, "interval": [0.134, 0.234]}])
     assert "R 18.4% worse than R (95% interval: 13.4% worse to 23.4% worse)" in finding_line(f, words=True)
 

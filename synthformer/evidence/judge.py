@@ -71,7 +71,7 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
-from ..tasks.metrics import LOWER_IS_BETTER, METRIC_TITLES
+from ..tasks.metrics import LOWER_IS_BETTER, METRIC_TITLES, clip_to_range
 from ..utils.stats import Stat, finite_number, mean_se_shared, stat, t_quantile
 from .paper.claims import CLAIMS, PROXY_LABELS, Claim
 
@@ -481,8 +481,11 @@ def finding_line(f: dict, words: bool = False) -> str:
     with its interval, the rule and any note. `words` (compare's own report): each gap in the words of
     its direction ("R 15.5% faster than V"; `gap_words`) instead of the signed shortfall."""
     spec = "{:,.0f}" if f["metric"] in BESIDE_METRICS else "{:.4g}"
-    ours = ", ".join(f"{v} {Stat(**{**s, 'interval': tuple(s['interval']) if s.get('interval') else None}).show(spec)}"
-                     for v, s in f["ours"].items()) or "none trained"
+    if words:  # labelled, and each interval cut to the metric's range
+        ours = ", ".join(f"{v} {_labelled(s, f['metric'], spec)}" for v, s in f["ours"].items()) or "none trained"
+    else:
+        ours = ", ".join(f"{v} {Stat(**{**s, 'interval': tuple(s['interval']) if s.get('interval') else None}).show(spec)}"
+                         for v, s in f["ours"].items()) or "none trained"
     paper = ", ".join(f"{v} {_paper(p)}" for v, p in f["paper"].items()) or "a figure, no numbers"
     if words:
         gaps = "; ".join(gap_words(next(iter(f["ours"])), p, f["metric"]) for p in f["pairs"])
@@ -495,6 +498,16 @@ def finding_line(f: dict, words: bool = False) -> str:
     return (f"**{f['status']}**: {f['text']} [{f['table']}, {f['benchmark']}; `{f['claim']}`]. "
             f"Paper: {paper}. Ours ({f['metric']}): {ours}" + gaps
             + f". Rule: {f['rule']}." + (f" Note: {f['note']}." if f.get("note") else ""))
+
+
+def _labelled(s: dict, metric: str, spec: str) -> str:
+    """A variant's value in a finding of compare's own report: "9.29 (seed std 0.21; 95% interval [8.79, 9.81])",
+    the interval cut to the metric's range."""
+    parts = [f"seed std {s['std']:.2g}"] if s.get("std") is not None else []
+    if s.get("interval"):
+        lo, hi = clip_to_range(metric, *s["interval"])
+        parts.append(f"95% interval [{spec.format(lo)}, {spec.format(hi)}]")
+    return spec.format(s["mean"]) + (f" ({'; '.join(parts)})" if parts else "")
 
 
 # How a gap reads in each direction (positive gap = the subject worse), per metric; the rest: worse / better.
