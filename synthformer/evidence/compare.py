@@ -34,8 +34,7 @@ from pathlib import Path
 from ..errors import SynthformerError
 from ..mixers.registry import check_slot
 from ..training.lock import RunLock
-from ..utils.integrity import atomic_write_json, atomic_write_text
-from ..utils.jsonl import read_json
+from ..utils.integrity import atomic_write_text, read_recorded_json, write_recorded, write_recorded_json
 from ..utils.stats import is_number
 from .cells import cells_wall_s, curve
 from .judge import gate_note
@@ -159,7 +158,7 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
             raise CompareError(f"{out} holds no comparison yet (no {SETTINGS}): nothing to report; start it first")
         if check_settings(out, settings, CompareError, record=False):
             log(f"{out}: finished, see {out / 'table.md'}")
-            return read_json(out / "results.json", CompareError, f"delete {out} to start over")
+            return read_results(out)
         return _run(replace(plan, only=None), log, interim=True)
     created = not out.exists()
     _open_folder(out)
@@ -176,9 +175,32 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
                 out.rmdir()
 
 
+def read_results(out: Path, fix: str | None = None) -> dict:
+    """A finished comparison's results.json, verified against out/digests.json (one line when it differs, is
+    not covered or is not a results object)."""
+    fix = fix or f"delete {out / 'results.json'} to report it again"
+    results = read_recorded_json(out, out / "results.json", fix)
+    if not (isinstance(results.get("variants"), list) and all(isinstance(r, dict) for r in results["variants"])
+            and isinstance(results.get("kind"), str)):
+        raise CompareError(f"{out / 'results.json'}: not a comparison's results (variants, kind); {fix}")
+    return results
+
+
+def check_floor_row(row, file: Path, fix: str, error=CompareError):
+    """A floor row as kept in floor.json: None, or an object whose metrics are numbers; else one line."""
+    if row is None:
+        return row
+    if not (isinstance(row, dict) and isinstance(row.get("metrics"), dict)):
+        raise error(f"{file}: its row is not a floor row (an object with metrics); {fix}")
+    for k, v in row["metrics"].items():
+        if not is_number(v) and v is not None:
+            raise error(f"{file}: floor {k} is {v!r:.40}, not a number; {fix}")
+    return row
+
+
 def _finished(plan: "_Plan", reuse: bool, log) -> dict:
     """A finished comparison's results: returned as they are (`reuse`), or with its table printed again."""
-    results = read_json(plan.out / "results.json", CompareError, f"delete {plan.out} to start over")
+    results = read_results(plan.out)
     if reuse:
         log(f"{plan.out}: finished earlier, reusing {plan.out / 'results.json'}")
     else:
@@ -363,9 +385,13 @@ def _floor(out: Path, task: str, kind: str, data, log, split: str = "valid") -> 
 
     file = out / FLOOR
     if file.exists():
-        return read_json(file, CompareError, f"delete {file} to compute it again").get("row")
+        fix = f"delete {file} to compute it again"
+        stored = read_recorded_json(out, file, fix)  # verified against out/digests.json
+        if "row" not in stored:
+            raise CompareError(f"{file}: lacks its row; {fix}")
+        return check_floor_row(stored["row"], file, fix)
     row = floor_row(task, data, split, kind=kind)
-    atomic_write_text(file, json.dumps({"row": row}, indent=1))
+    write_recorded(out, file, json.dumps({"row": row}, indent=1))
     if row:
         log(f"floor ({row.get('name')}): " + ", ".join(f"{k} {v:.4g}" for k, v in row["metrics"].items()
                                                       if is_number(v)))
@@ -411,7 +437,7 @@ def _write_report(out: Path, base, results: dict, log, own_table: bool = False) 
     text = _report_text(base, results, own_table, log)
     if pending is not None:
         atomic_write_text(out / "interim.md", text)
-        atomic_write_json(out / INTERIM, results)  # its findings for `reproduce --index`
+        write_recorded_json(out, out / INTERIM, results)  # its findings for `reproduce --index`
         log(f"wrote {out / 'interim.md'} and {INTERIM}: {len(rows)} finished, {len(pending)} pending")
         return
     atomic_write_text(out / "table.md", text)
@@ -423,7 +449,7 @@ def _write_report(out: Path, base, results: dict, log, own_table: bool = False) 
         plot_curves({r["variant"]: curve(out, Path(r["run"])) for r in rows}, out / "curves.png", base.task,
                     title=f"{base.task} on {base.data} ({base.preset}, {base.steps} steps"
                           + (f", seed {base.seed} of {len(seeds)}" if len(seeds) > 1 else "") + ")")
-    atomic_write_json(out / "results.json", results)
+    write_recorded_json(out, out / "results.json", results)
     log(f"wrote {out / 'table.md'}, {out / 'curves.png'}, {out / 'results.json'} ({results['wall_s']:.0f}s)")
 
 
