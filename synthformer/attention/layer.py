@@ -56,6 +56,13 @@ class AttentionCache:
         return self.values.nbytes + sum(k.nbytes for k in self.keys.values())
 
 
+def _compute_dtype(v: Tensor) -> str:
+    """The dtype attention computes in: autocast's where it is on for v's device, else v's."""
+    dev = v.device.type
+    dtype = torch.get_autocast_dtype(dev) if torch.is_autocast_enabled(dev) else v.dtype
+    return str(dtype).removeprefix("torch.")
+
+
 class SyntheticAttention(nn.Module):
     """Drop-in Synthetic Attention, batch-first, masks as in ``torch.nn.MultiheadAttention``.
 
@@ -286,7 +293,7 @@ class SyntheticAttention(nn.Module):
             attn_mask="float" if bias is not None else None if attn_mask is None else "bool",
             masks_batch_free=all(m is None or m.dim() == 2 or m.shape[0] == 1 for m in (static, bias)),
             device=v.device.type, logits_per_example=self.num_heads * lq * v.shape[2],
-            exporting=paths.is_exporting(), literal=literal, batch=v.shape[0])
+            exporting=paths.is_exporting(), literal=literal, batch=v.shape[0], dtype=_compute_dtype(v))
 
     def _cache_key(self, offset, lq, lk, static) -> tuple:
         """(facts, sources) of the shared softmax: what shapes it, and every tensor its logits come from."""

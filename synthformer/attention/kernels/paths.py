@@ -28,8 +28,12 @@ path               when (first match in :func:`choose_path`) and how
 ``fused``          a dot-product member and no learned full logits (V, D, D+V, FR+V; any mixture without
                    gradients; dropout in training): ``scaled_dot_product_attention`` on the members'
                    concatenated features, widths zero-padded, full members as a float mask
-``blocked``        learned full logits (R+V, R+D, FD, FD+V in training on CPU): :func:`blocked_attention`,
-                   the bias gradient without (B, H, Lq, Lk) tensors (the fused CPU kernel cannot give it)
+``mixture``        learned full logits beside a dot product (R+V, Fix+V, R+D, FD+V, R+D+V) in training on CPU,
+                   no float or bool ``attn_mask`` (causal and key padding only), where the compiled kernel of
+                   :mod:`synthformer.attention.mixture` is built: flash-style forward and backward in C++, the
+                   table's gradient summed over the batch block by block (MIXTURE_RULE below for the measurements)
+``blocked``        learned full logits otherwise in training (FD; R+V with a user mask, or without the compiled
+                   kernel): :func:`blocked_attention`, the bias gradient without (B, H, Lq, Lk) tensors
 =================  ===========================================================================================
 
 Below the paths, two more choices are named the same way: :func:`choose_shared_product` (how
@@ -51,6 +55,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from . import blocked as blocked_mod
+from .. import mixture as mixture_mod
 from ..synthesizers.base import DotLogits, FullLogits
 from .blocked import blocked_attention
 
@@ -63,6 +68,7 @@ class Path(str, Enum):
     FUSED = "fused"
     BLOCKED = "blocked"
     FLEX = "flex"
+    MIXTURE = "mixture"
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,7 @@ class Route:
     exporting: bool  # tracing, exporting or compiling (see is_exporting)
     literal: bool  # need_weights=True or fast=False
     batch: int = 1  # B (the literal path's logits on CUDA grow with it)
+    dtype: str = "float32"  # the dtype attention computes in: the values' dtype, or autocast's
 
 
 def is_exporting() -> bool:
@@ -110,6 +117,9 @@ def choose_path(r: Route) -> Path:
         if r.batch * r.logits_per_example <= CUDA_LITERAL_ELEMENTS:
             return Path.LITERAL
         return Path.FLEX if flex_available() else Path.FUSED
+    if (dots and r.full_needs_grad and r.device == "cpu" and r.attn_mask is None and r.dtype in MIXTURE_DTYPES
+            and mixture_mod.available()):
+        return Path.MIXTURE
     if dots and not r.full_needs_grad:
         return Path.FUSED
     return Path.BLOCKED
@@ -122,6 +132,10 @@ CUDA_LITERAL_ELEMENTS = 1 << 26  # learned full logits beside a dot product in t
 # bias's gradient over the batch). Memory: the literal path keeps 4.5 (R+V) to 5.8 (FD+V) (B, H, Lq, Lk) fp32
 # tensors' worth for the backward (counted by saved-tensor hooks), about 1.1-1.5 GiB a layer at this limit; flex
 # keeps O(B L) and the (H, Lq, Lk) bias gradient, so above it (e.g. B=2, H=4, L=4096) memory decides
+
+
+MIXTURE_DTYPES = ("float32",)  # the compiled mixture kernel computes in fp32: a float64 call keeps its precision on
+# the blocked path
 
 
 def flex_available() -> bool:
@@ -276,6 +290,14 @@ def fused(a: PathInputs) -> PathResult:
     return _fused(a.terms, a.v, a.allowed, a.bias, a.plain_causal, a.dropout), None
 
 
+def mixture(a: PathInputs) -> PathResult:
+    """Dot members concatenated, a learned full member as the bias, through the compiled kernel of
+    :mod:`~synthformer.attention.mixture` (causal and key padding masks applied inside; no user mask here)."""
+    q, k, add, scale = _operands(a.terms, None)
+    out = mixture_mod.mixture_attention(q, k, a.v, add, scale, a.key_padding_mask, a.causal_shift)
+    return out, None  # (B, H, Lq, d_h); queries with no visible key output zeros
+
+
 def blocked(a: PathInputs) -> PathResult:
     """Learned full logits through :func:`blocked_attention` (no (B, H, Lq, Lk) tensors)."""
     plain = a.plain_causal and a.allowed is not None and a.allowed.dim() == 2  # no padding or user mask
@@ -349,6 +371,7 @@ PATHS: dict[Path, Callable[[PathInputs], PathResult]] = {
     Path.FUSED: fused,
     Path.BLOCKED: blocked,
     Path.FLEX: flex,
+    Path.MIXTURE: mixture,
 }
 
 
@@ -391,6 +414,17 @@ def _shared_weights(a: PathInputs) -> Tensor:
 
 def _blocked(terms, v, allowed, bias, causal_shift, plain_causal=False) -> Tensor:
     """Dot-product members concatenated, full members summed (or one kept scaled), into :func:`blocked_attention`."""
+    q, k, add, scale = _operands(terms, bias)
+    masked = None
+    if allowed is not None:
+        masked = ~(allowed if allowed.dim() == 4 else allowed[None, None])  # (B or 1, H or 1, Lq, Lk)
+    return blocked_attention(q, k, v, add, masked, causal_shift, bias_scale=scale, plain_causal=plain_causal)
+
+
+def _operands(terms, bias):
+    """(q, k, add, scale): dot members' features concatenated (None without any), full members and the float
+    mask ``bias`` summed into ``add`` (B or 1, H, Lq, Lk), or one full member kept apart from its per-head
+    ``scale`` (H,) so kernels scale it block by block."""
     dots = [t for t in terms if isinstance(t, DotLogits)]
     fulls = [t for t in terms if isinstance(t, FullLogits)]
     q = k = None
@@ -411,10 +445,7 @@ def _blocked(terms, v, allowed, bias, causal_shift, plain_causal=False) -> Tenso
         add = bias4 if add is None else add + bias4
     if add is not None and add.dim() == 3:
         add = add[None]
-    masked = None
-    if allowed is not None:
-        masked = ~(allowed if allowed.dim() == 4 else allowed[None, None])  # (B or 1, H or 1, Lq, Lk)
-    return blocked_attention(q, k, v, add, masked, causal_shift, bias_scale=scale, plain_causal=plain_causal)
+    return q, k, add, scale
 
 
 def _fused(terms, v, allowed, bias, plain_causal, dropout) -> Tensor:

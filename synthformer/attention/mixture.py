@@ -1,0 +1,102 @@
+"""The ``mixture`` kernel: flash-style attention with a learned bias on CPU, exact gradients, no (B, H, Lq, Lk) tensors.
+
+A "+V" mixture's logits are ``a_h q k^T / sqrt(d_h) + b_h S_h`` with S_h a table shared by the batch (R, Fix),
+or a dot product (D, FR: concatenated to the features), or a per-example table (FD). PyTorch's fused CPU
+kernel neither returns the gradient of a float mask nor takes q, k wider than v (D+V, FR+V: the
+``fused`` path pads v to the features' width). This kernel (C++, ``mixture_kernel.cpp``, built once
+by ``torch.utils.cpp_extension`` on first use) does both:
+
+* forward: per (batch, head, block of query rows), an online softmax over blocks of keys, the bias
+  added block by block (times its per-head scale, never scaled in full), key padding and a causal
+  mask applied inside (fully masked key blocks skipped); saves q, k, v, out and the log-sum-exp;
+* backward: per (head, row block, key block), the batch innermost, P = exp(q k^T + bias - lse)
+  recomputed, the five GEMMs of the flash backward, and dS summed over the batch while the block is
+  in cache: the bias gradient costs O(H Lq Lk) memory for a shared table, the scale's gradient
+  (the mixture weight) is a dot per block.
+
+Memory per layer call: q, k, v, out, lse (O(B L)), the bias gradient; nothing of size B x L^2.
+Where the extension cannot be built (no C++ compiler, no exported ``sgemm_``), :func:`available` is False
+and the layer keeps its ``blocked`` / ``fused`` routes (the rule in :mod:`synthformer.attention.paths`).
+
+Shapes (legend in ``__init__``): q, k (B, H, L, E); v (B, H, Lk, dv), dv <= E allowed; bias (1 or B, H, Lq, Lk)
+or None; scale (H,) or None; pad (B, Lk) bool (True = padding) or None. Rows with no visible key output zeros.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import warnings
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+# (query rows, keys) per block. Forward: 128 x 512; backward (which holds P and dS): 128 x 256, 128 KiB each in fp32.
+# Measured best of 32..256 rows x 128..512 keys (attention alone, 1 thread, d_h = 64, 4096 tokens, L = 256 and 1024)
+FORWARD_BLOCK = (128, 512)
+BACKWARD_BLOCK = (128, 256)
+SOURCE = Path(__file__).with_name("mixture_kernel.cpp")
+
+
+@functools.cache
+def _extension():
+    """The compiled extension, or None (built once per machine into torch's extension cache)."""
+    if os.environ.get("SYNTHFORMER_NO_MIXTURE_KERNEL"):
+        return None
+    try:
+        from torch.utils.cpp_extension import load_inline
+        flags = ["-O3", "-march=native", "-fno-math-errno"]
+        if platform.machine() in ("x86_64", "AMD64"):
+            flags.append("-mprefer-vector-width=512")  # AVX-512 where the CPU has it (GCC prefers 256 bits)
+        return load_inline(name="synthformer_mixture", cpp_sources=[SOURCE.read_text()], extra_cflags=flags,
+                           verbose=False)
+    except Exception as e:  # noqa: BLE001 - any build failure means: use the pure-PyTorch routes
+        warnings.warn(f"synthformer: the mixture attention kernel could not be built ({type(e).__name__}: {e}); "
+                      "mixtures with a learned table run the slower 'blocked' path", RuntimeWarning, stacklevel=2)
+        return None
+
+
+def available() -> bool:
+    """The compiled kernel is there (building it on the first call)."""
+    return _extension() is not None
+
+
+class _MixtureAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, bias, scale, pad, shift, causal):
+        ext = _extension()
+        out, lse = ext.forward(q, k, v, bias, scale, pad, shift, causal, *FORWARD_BLOCK)
+        ctx.save_for_backward(q, k, v, bias, scale, pad, out, lse)
+        ctx.shift, ctx.causal = shift, causal
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, bias, scale, pad, out, lse = ctx.saved_tensors
+        dout = dout.contiguous()
+        delta = (dout * out).sum(-1)  # (B, H, Lq): rowsum(dP * P) = rowsum(dO * O)
+        need_bias, need_scale = ctx.needs_input_grad[3], ctx.needs_input_grad[4]
+        dq, dk, dv, dbias, dscale = _extension().backward(
+            dout, q, k, v, lse, delta, bias, scale, pad, ctx.shift, ctx.causal, need_bias, need_scale, *BACKWARD_BLOCK)
+        return dq, dk, dv, dbias if need_bias else None, dscale if need_scale else None, None, None, None
+
+
+def mixture_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, scale: Tensor | None = None,
+                      key_padding_mask: Tensor | None = None, causal_shift: int | None = None) -> Tensor:
+    """``softmax(q k^T + bias * scale[h], masked) @ v``, (B, H, Lq, dv); exact gradients for q, k, v, bias, scale.
+
+    q, k (B or 1, H, L, E) are broadcast to v's batch; ``bias`` (1 or B, H, Lq, Lk); ``scale`` (H,);
+    ``key_padding_mask`` (B, Lk) True = padding; ``causal_shift``: key j visible from query i iff j <= i + shift.
+    Computes in fp32 (inputs of another dtype are cast, their gradients cast back by autograd).
+    """
+    b = v.shape[0]
+    dtype = v.dtype
+
+    def prep(t):
+        return None if t is None else t.to(torch.float32).contiguous()
+    q, k = q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1)
+    pad = None if key_padding_mask is None else key_padding_mask.to(torch.uint8).contiguous()
+    out = _MixtureAttention.apply(prep(q), prep(k), prep(v), prep(bias), prep(scale), pad,
+                                  0 if causal_shift is None else int(causal_shift), causal_shift is not None)
+    return out.to(dtype)
