@@ -14,6 +14,7 @@ import torch
 import synthformer.attention.kernels.blocked as blocked_mod
 from conftest import ALL_SPECS
 from synthformer import SyntheticAttention
+from synthformer.attention import mixture
 from synthformer.attention.kernels import aten, paths
 from synthformer.attention.kernels.blocked import Kernel
 from synthformer.attention.kernels.paths import Path, SharedProduct, choose_path
@@ -26,10 +27,13 @@ CODES = {"L": (Path.LITERAL,), "SF": (Path.SHARED_FUSED,), "F": (Path.FUSED,), "
          "S.n": (Path.SHARED_SOFTMAX, SharedProduct.NORMALISED),
          "SB.s": (Path.SHARED_BLOCKED, Kernel.SHARED), "SB.l": (Path.SHARED_BLOCKED, Kernel.LOOP_FORWARD),
          "B.f": (Path.BLOCKED, Kernel.FUSED_FORWARD), "B.l": (Path.BLOCKED, Kernel.LOOP_FORWARD),
-         "S": (Path.SHARED_SOFTMAX,), "B": (Path.BLOCKED,)}  # the last two: the cuda column names the path only
+         "S": (Path.SHARED_SOFTMAX,), "B": (Path.BLOCKED,),  # these two: the cuda column names the path only
+         "M": (Path.MIXTURE,)}
+# "M|B.f": the mixture path where its compiled kernel is built (mixture.available()), else the one after "|"
+MIXTURE_BUILT = mixture.available()
 MODES = ["train", "causal", "pad", "mask4d", "float", "eval", "eval-rows", "eval-pad", "eval-grad", "dropout",
          "dropout-pad", "long", "weights", "trace", "cuda"]
-# paths: L literal, S shared_softmax, SF shared_fused, SB shared_blocked, F fused, B blocked, X flex;
+# paths: L literal, S shared_softmax, SF shared_fused, SB shared_blocked, F fused, B blocked, X flex, M mixture;
 # shared_softmax products: .e per_example, .f folded, .n normalised;
 # kernels of blocked_attention: .s shared, .f fused_forward, .l loop_forward
 ROUTES = {
@@ -41,14 +45,20 @@ ROUTES = {
     "fixed_random":      "SB.s SB.s S.n  B.l  SB.s S.e  S.f  S.n  SB.s S.e  S.n  SB.s L    L    S",
     "factorized_random": "SB.l SB.l S.n  F    SB.l S.e  S.f  S.n  SB.l S.e  S.n  SF   L    L    S",
     "factorized_dense":  "B.l  B.l  B.l  B.l  B.l  B.l  B.l  B.l  B.l  L    L    B.l  L    L    B",
-    "R+V":               "B.f  B.f  B.f  B.f  B.f  F    F    F    B.f  F    F    B.f  L    L    L",
-    "D+V":               "F    F    F    F    F    F    F    F    F    F    F    F    L    L    F",
-    "R+D":               "B.f  B.f  B.f  B.f  B.f  F    F    F    B.f  F    F    B.f  L    L    L",
-    "FR+V":              "F    F    F    F    F    F    F    F    F    F    F    F    L    L    F",
-    "FD+V":              "B.f  B.f  B.f  B.f  B.f  F    F    F    B.f  F    F    B.f  L    L    L",
+    "R+V":               "M|B.f M|B.f M|B.f B.f B.f F    F    F    M|B.f F    F    M|B.f L    L    L",
+    "D+V":               "M|F  M|F  M|F  F    F    F    F    F    F    F    F    M|F  L    L    F",
+    "R+D":               "M|B.f M|B.f M|B.f B.f B.f F    F    F    M|B.f F    F    M|B.f L    L    L",
+    "FR+V":              "M|F  M|F  M|F  F    F    F    F    F    F    F    F    M|F  L    L    F",
+    "FD+V":              "M|B.f M|B.f M|B.f B.f B.f F    F    F    M|B.f F    F    M|B.f L    L    L",
     "Fix+FR":            "SB.l SB.l S.n  B.l  SB.l S.e  S.f  S.n  SB.l S.e  S.n  SB.l L    L    S",
-    "R+D+V":             "B.l  B.l  B.l  B.l  B.l  F    F    F    B.l  F    F    B.l  L    L    L",
+    "R+D+V":             "M|B.l M|B.l M|B.l B.l B.l F    F    F    M|B.l F    F    M|B.l L    L    L",
 }
+
+
+def code(c: str) -> tuple:
+    """The route a table entry names ("M|B.f": mixture where its kernel is built, else B.f)."""
+    first, _, other = c.partition("|")
+    return CODES[first if MIXTURE_BUILT or not other else other]
 
 
 def test_table_covers_the_registry():
@@ -114,7 +124,7 @@ def call(spec, mode, monkeypatch):
 @pytest.mark.parametrize("spec", ALL_SPECS)
 def test_route_of_every_spec_in_every_mode(spec, spy, monkeypatch):
     taken, routes = spy
-    want = dict(zip(MODES, (CODES[c] for c in ROUTES[spec].split())))
+    want = dict(zip(MODES, (code(c) for c in ROUTES[spec].split())))
     got = {}
     for mode in MODES:
         taken.clear()
@@ -135,30 +145,34 @@ def test_route_of_every_spec_in_every_mode(spec, spy, monkeypatch):
 def test_cuda_routes_learned_bias_to_literal_or_flex_and_shared_logits_to_one_softmax(spec, device, spy, monkeypatch):
     """On CUDA, learned full logits beside a dot product take the literal path while the batch's logits are few,
     else FlexAttention (its score_mod differentiates a captured bias; PyTorch's CPU kernels do not, so elsewhere
-    they stay on the blocked kernel). Logits shared by the batch take the one shared softmax on CUDA (the blocked
-    kernels' loops are launch-bound there)."""
+    they take the compiled mixture kernel on CPU where it is built, else the blocked kernel). Logits shared by
+    the batch take the one shared softmax on CUDA (the blocked kernels' loops are launch-bound there)."""
     _, routes = spy
     call(spec, "train", monkeypatch)
     route = dataclasses.replace(routes[0], device=device)
     learned_bias_with_dot = "dot" in route.forms and route.full_needs_grad and route.input_dependent
     path = choose_path(route)
+    cpu_path = Path.MIXTURE if MIXTURE_BUILT and device == "cpu" else Path.BLOCKED
     if learned_bias_with_dot:
-        assert path == (Path.LITERAL if device == "cuda" else Path.BLOCKED)  # few logits: literal beats flex
+        assert path == (Path.LITERAL if device == "cuda" else cpu_path)  # few logits: literal beats flex
         many = dataclasses.replace(route, batch=paths.CUDA_LITERAL_ELEMENTS // route.logits_per_example + 1)
-        assert choose_path(many) == (Path.FLEX if device == "cuda" else Path.BLOCKED)
+        assert choose_path(many) == (Path.FLEX if device == "cuda" else cpu_path)
     elif not route.input_dependent and device == "cuda":
         assert path == Path.SHARED_SOFTMAX
-    else:
-        assert path == choose_path(dataclasses.replace(route, device="cpu"))
+    else:  # as on CPU, but the compiled mixture kernel is CPU-only (elsewhere: the fused path)
+        cpu = choose_path(dataclasses.replace(route, device="cpu"))
+        assert path == (Path.FUSED if cpu == Path.MIXTURE and device != "cpu" else cpu)
 
 
 def test_route_is_pure_and_hashable():
     route = paths.Route(forms=("full", "dot"), input_dependent=True, full_needs_grad=True, training=True, grad=True,
                         dropout=0.0, key_padding=False, attn_mask=None, masks_batch_free=True, device="cpu",
                         logits_per_example=72, exporting=False, literal=False)
-    assert choose_path(route) == choose_path(route) == Path.BLOCKED
+    assert choose_path(route) == choose_path(route) == (Path.MIXTURE if MIXTURE_BUILT else Path.BLOCKED)
+    assert choose_path(dataclasses.replace(route, dtype="float64")) == Path.BLOCKED  # the kernel computes in fp32
+    assert choose_path(dataclasses.replace(route, attn_mask="bool")) == Path.BLOCKED  # a user mask: blocked
     assert {route: 1}[dataclasses.replace(route)] == 1
-    assert paths.fallback_path(dataclasses.replace(route, input_dependent=False)) == Path.BLOCKED
+    assert paths.fallback_path(dataclasses.replace(route, input_dependent=False)) == choose_path(route)
 
 
 def test_shared_softmax_underflow_defers_to_the_named_fallback(spy):
@@ -290,8 +304,10 @@ def test_attention_with_lse_fallback_equals_the_flash_kernel(causal, monkeypatch
                                                 ("R+V", True, Kernel.FUSED_FORWARD), ("R", True, Kernel.SHARED)])
 def test_layer_with_the_public_fallbacks_equals_the_private_ops(spec, causal, kernel, spy, monkeypatch):
     """The whole training step of the kernels that use the private ops, once with them and once with both
-    forced to their public fallbacks: equal outputs and gradients."""
+    forced to their public fallbacks: equal outputs and gradients. (R+V on the blocked path: as without the
+    compiled mixture kernel.)"""
     taken, _ = spy
+    monkeypatch.setattr(mixture, "available", lambda: False)
     torch.manual_seed(4)
     layer = SyntheticAttention(D, H, N, spec, causal=causal)
     x = torch.randn(B, L, D)

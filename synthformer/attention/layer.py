@@ -293,7 +293,8 @@ class SyntheticAttention(nn.Module):
             attn_mask="float" if bias is not None else None if attn_mask is None else "bool",
             masks_batch_free=all(m is None or m.dim() == 2 or m.shape[0] == 1 for m in (static, bias)),
             device=v.device.type, logits_per_example=self.num_heads * lq * v.shape[2],
-            exporting=paths.is_exporting(), literal=literal, batch=v.shape[0], dtype=_compute_dtype(v))
+            exporting=paths.is_exporting(), literal=literal, batch=v.shape[0], dtype=_compute_dtype(v),
+            wide_features=sum(t.q.shape[-1] for t in terms if isinstance(t, DotLogits)) > v.shape[-1])
 
     def _cache_key(self, offset, lq, lk, static) -> tuple:
         """(facts, sources) of the shared softmax: what shapes it, and every tensor its logits come from."""

@@ -28,10 +28,11 @@ path               when (first match in :func:`choose_path`) and how
 ``fused``          a dot-product member and no learned full logits (V, D, D+V, FR+V; any mixture without
                    gradients; dropout in training): ``scaled_dot_product_attention`` on the members'
                    concatenated features, widths zero-padded, full members as a float mask
-``mixture``        learned full logits beside a dot product (R+V, Fix+V, R+D, FD+V, R+D+V) in training on CPU,
-                   no float or bool ``attn_mask`` (causal and key padding only), where the compiled kernel of
-                   :mod:`synthformer.attention.mixture` is built: flash-style forward and backward in C++, the
-                   table's gradient summed over the batch block by block (MIXTURE_RULE below for the measurements)
+``mixture``        on CPU in fp32, no float or bool ``attn_mask`` (causal and key padding only), where the compiled
+                   kernel of :mod:`synthformer.attention.mixture` is built: learned full logits beside a dot product
+                   (R+V, Fix+V, R+D, FD+V, R+D+V) with gradients, or dot features wider than the values (D+V,
+                   FR+V) in training: flash-style forward and backward in C++, the table's gradient summed over the
+                   batch block by block, v never padded to the features' width (measurements at MIXTURE_DTYPES)
 ``blocked``        learned full logits otherwise in training (FD; R+V with a user mask, or without the compiled
                    kernel): :func:`blocked_attention`, the bias gradient without (B, H, Lq, Lk) tensors
 =================  ===========================================================================================
@@ -90,6 +91,7 @@ class Route:
     literal: bool  # need_weights=True or fast=False
     batch: int = 1  # B (the literal path's logits on CUDA grow with it)
     dtype: str = "float32"  # the dtype attention computes in: the values' dtype, or autocast's
+    wide_features: bool = False  # the dot members' features together are wider than the values (D+V, FR+V)
 
 
 def is_exporting() -> bool:
@@ -117,8 +119,8 @@ def choose_path(r: Route) -> Path:
         if r.batch * r.logits_per_example <= CUDA_LITERAL_ELEMENTS:
             return Path.LITERAL
         return Path.FLEX if flex_available() else Path.FUSED
-    if (dots and r.full_needs_grad and r.device == "cpu" and r.attn_mask is None and r.dtype in MIXTURE_DTYPES
-            and mixture_mod.available()):
+    if (dots and (r.full_needs_grad or (r.wide_features and r.training and r.grad)) and r.device == "cpu"
+            and r.attn_mask is None and r.dtype in MIXTURE_DTYPES and mixture_mod.available()):
         return Path.MIXTURE
     if dots and not r.full_needs_grad:
         return Path.FUSED
@@ -134,8 +136,12 @@ CUDA_LITERAL_ELEMENTS = 1 << 26  # learned full logits beside a dot product in t
 # keeps O(B L) and the (H, Lq, Lk) bias gradient, so above it (e.g. B=2, H=4, L=4096) memory decides
 
 
-MIXTURE_DTYPES = ("float32",)  # the compiled mixture kernel computes in fp32: a float64 call keeps its precision on
-# the blocked path
+MIXTURE_DTYPES = ("float32", "bfloat16")  # the compiled mixture kernel computes in fp32 (bf16 autocast casts up: R+V
+# layer train step vs V under bf16 autocast, 1 thread, AMX Xeon: blocked in bf16 0.81x / 0.28x at L=256 / 1024, the
+# kernel in fp32 0.78x / 0.58x); a float64 call keeps its precision on the blocked path. Layer train step speed vs V, 1 thread, d=256, H=4, 4096 tokens, fp32, L = 256 / 1024 / 4096 (Intel
+# Xeon, AMX, shared; benchmarks/mixtures.py, RESULTS.md issue 51): R+V blocked -> mixture 0.41/0.49/0.30x -> about
+# 0.8-0.95x; D+V fused (v padded to 128) -> mixture 0.56/0.56/0.57x -> 0.65/0.73/0.70x (its FLOP bound: 0.73/0.68/0.65x);
+# FR+V fused -> mixture 0.85/0.91/0.90x -> 0.90/0.89/0.98x
 
 
 def flex_available() -> bool:
