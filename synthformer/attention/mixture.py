@@ -18,7 +18,9 @@ Memory per layer call: q, k, v, out, lse (O(B L)), the bias gradient; nothing of
 Where the extension cannot be built (no C++ compiler, no exported ``sgemm_``), :func:`available` is False
 and the layer keeps its ``blocked`` / ``fused`` routes (the rule in :mod:`synthformer.attention.paths`).
 
-Shapes (legend in ``__init__``): q, k (B, H, L, E); v (B, H, Lk, dv), dv <= E allowed; bias (1 or B, H, Lq, Lk)
+Shapes (legend in ``__init__``): q, k (B, H, L, E); v (B, H, Lk, dv), dv <= E allowed, any strides with unit stride
+along the last dimension (the layer's (B, L, H, E) projections are read in place; out and the gradients of q, k, v
+are laid out so, as PyTorch's flash kernel does, so merging the heads is a view); bias (1 or B, H, Lq, Lk)
 or None; scale (H,) or None; pad (B, Lk) bool (True = padding) or None. Rows with no visible key output zeros.
 """
 from __future__ import annotations
@@ -74,7 +76,8 @@ class _MixtureAttention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dout):
         q, k, v, bias, scale, pad, out, lse = ctx.saved_tensors
-        dout = dout.contiguous()
+        if dout.stride(-1) != 1:
+            dout = dout.contiguous()
         delta = (dout * out).sum(-1)  # (B, H, Lq): rowsum(dP * P) = rowsum(dO * O)
         need_bias, need_scale = ctx.needs_input_grad[3], ctx.needs_input_grad[4]
         dq, dk, dv, dbias, dscale = _extension().backward(
@@ -93,10 +96,14 @@ def mixture_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = Non
     b = v.shape[0]
     dtype = v.dtype
 
-    def prep(t):
+    def rows(t):  # any strides with unit stride along the features, e.g. the projections' (B, L, H, E) memory
+        t = t.to(torch.float32)
+        return t if t.stride(-1) == 1 and (t.shape[2] <= 1 or t.stride(2) >= t.shape[3]) else t.contiguous()
+
+    def dense(t):
         return None if t is None else t.to(torch.float32).contiguous()
-    q, k = q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1)
+    q, k = q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1)  # a batch-shared q (FR) is read with batch stride 0
     pad = None if key_padding_mask is None else key_padding_mask.to(torch.uint8).contiguous()
-    out = _MixtureAttention.apply(prep(q), prep(k), prep(v), prep(bias), prep(scale), pad,
+    out = _MixtureAttention.apply(rows(q), rows(k), rows(v), dense(bias), dense(scale), pad,
                                   0 if causal_shift is None else int(causal_shift), causal_shift is not None)
     return out.to(dtype)

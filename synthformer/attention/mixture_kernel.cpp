@@ -93,11 +93,33 @@ inline void exp_shifted(float* x, int64_t n, float m) {
   for (int64_t j = 0; j < n; ++j) x[j] = fexp(x[j] - m);
 }
 
+// a (B, H, L, last) tensor with unit stride along its last dimension: row l of (b, h) starts at at(b, h, l)
+template <typename T>
+struct Rows {
+  T* p;
+  int64_t sb, sh, sl;
+  T* at(int64_t b, int64_t h, int64_t l) const { return p + b * sb + h * sh + l * sl; }
+  int ld() const { return static_cast<int>(sl); }
+};
+
+template <typename T>
+Rows<T> rows_of(const at::Tensor& t) {
+  TORCH_CHECK(t.dim() == 4 && t.stride(3) == 1 && (t.size(2) <= 1 || t.stride(2) >= t.size(3)),
+              "expected a 4-d tensor with unit stride along its last dimension and rows that do not overlap");
+  return Rows<T>{static_cast<T*>(t.data_ptr()), t.stride(0), t.stride(1), t.stride(2)};
+}
+
+// (B, H, L, n) fp32 zeros laid out as (B, L, H, n) (the layout the layer's projections give and take), viewed as (B, H, L, n)
+at::Tensor blh_zeros(int64_t b, int64_t h, int64_t l, int64_t n, const at::TensorOptions& o, bool zero) {
+  auto t = zero ? at::zeros({b, l, h, n}, o) : at::empty({b, l, h, n}, o);
+  return t.permute({0, 2, 1, 3});
+}
+
 struct Problem {
   int64_t B, H, Lq, Lk, E, Dv;
-  const float* q;      // (B, H, Lq, E)
-  const float* k;      // (B, H, Lk, E)
-  const float* v;      // (B, H, Lk, Dv)
+  Rows<const float> q;  // (B, H, Lq, E)
+  Rows<const float> k;  // (B, H, Lk, E)
+  Rows<const float> v;  // (B, H, Lk, Dv)
   const float* bias;   // (Bb, H, Lq, Lk) or null
   int64_t bias_b;      // 1 (shared by the batch) or B
   const float* scale;  // (H) or null
@@ -136,11 +158,10 @@ Problem make_problem(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
                      const c10::optional<at::Tensor>& scale, const c10::optional<at::Tensor>& pad, int64_t shift,
                      bool causal, int64_t rb, int64_t cb) {
   TORCH_CHECK(q.dtype() == at::kFloat && k.dtype() == at::kFloat && v.dtype() == at::kFloat, "fp32 only");
-  TORCH_CHECK(q.is_contiguous() && k.is_contiguous() && v.is_contiguous(), "q, k, v must be contiguous");
   Problem p{};
   p.B = v.size(0); p.H = v.size(1); p.Lq = q.size(2); p.Lk = k.size(2); p.E = q.size(3); p.Dv = v.size(3);
   TORCH_CHECK(q.size(0) == p.B && k.size(0) == p.B, "q, k and v need the same batch");
-  p.q = q.data_ptr<float>(); p.k = k.data_ptr<float>(); p.v = v.data_ptr<float>();
+  p.q = rows_of<const float>(q); p.k = rows_of<const float>(k); p.v = rows_of<const float>(v);
   p.bias = nullptr; p.bias_b = 1; p.scale = nullptr; p.pad = nullptr;
   if (bias && bias->defined()) {
     TORCH_CHECK(bias->is_contiguous() && bias->dtype() == at::kFloat && bias->dim() == 4, "bias: contiguous fp32 4-d");
@@ -167,9 +188,9 @@ std::vector<at::Tensor> mixture_forward(at::Tensor q, at::Tensor k, at::Tensor v
                                         c10::optional<at::Tensor> scale, c10::optional<at::Tensor> pad,
                                         int64_t shift, bool causal, int64_t rb, int64_t cb) {
   const Problem p = make_problem(q, k, v, bias, scale, pad, shift, causal, rb, cb);
-  auto out = at::empty({p.B, p.H, p.Lq, p.Dv}, v.options());
+  auto out = blh_zeros(p.B, p.H, p.Lq, p.Dv, v.options(), false);
+  const Rows<float> o = rows_of<float>(out);
   auto lse = at::empty({p.B, p.H, p.Lq}, v.options());
-  float* op = out.data_ptr<float>();
   float* lp = lse.data_ptr<float>();
   const int64_t nI = (p.Lq + p.rb - 1) / p.rb;
   at::parallel_for(0, p.B * p.H * nI, 1, [&](int64_t begin, int64_t end) {
@@ -177,14 +198,14 @@ std::vector<at::Tensor> mixture_forward(at::Tensor q, at::Tensor k, at::Tensor v
     for (int64_t t = begin; t < end; ++t) {
       const int64_t ib = t % nI, bh = t / nI, h = bh % p.H, b = bh / p.H;
       const int64_t i0 = ib * p.rb, r = std::min(p.rb, p.Lq - i0);
-      const float* Q = p.q + (bh * p.Lq + i0) * p.E;
+      const float* Q = p.q.at(b, h, i0);
       std::fill(acc.begin(), acc.end(), 0.0f);
       std::fill(m.begin(), m.end(), NEG_INF);
       std::fill(l.begin(), l.end(), 0.0f);
       const int64_t kend = p.key_end(i0, r);
       for (int64_t j0 = 0; j0 < kend; j0 += p.cb) {
         const int64_t c = std::min(p.cb, kend - j0);
-        gemm(false, true, r, c, p.E, 1.0f, Q, p.E, p.k + (bh * p.Lk + j0) * p.E, p.E, 0.0f, s.data(), c);
+        gemm(false, true, r, c, p.E, 1.0f, Q, p.q.ld(), p.k.at(b, h, j0), p.k.ld(), 0.0f, s.data(), c);
         p.add_bias_mask(s.data(), b, h, i0, r, j0, c);
         for (int64_t ii = 0; ii < r; ++ii) {
           float* row = s.data() + ii * c;
@@ -204,12 +225,12 @@ std::vector<at::Tensor> mixture_forward(at::Tensor q, at::Tensor k, at::Tensor v
           l[ii] = l[ii] * corr + sum;
           m[ii] = mnew;
         }
-        gemm(false, false, r, p.Dv, c, 1.0f, s.data(), c, p.v + (bh * p.Lk + j0) * p.Dv, p.Dv, 1.0f, acc.data(), p.Dv);
+        gemm(false, false, r, p.Dv, c, 1.0f, s.data(), c, p.v.at(b, h, j0), p.v.ld(), 1.0f, acc.data(), p.Dv);
       }
       for (int64_t ii = 0; ii < r; ++ii) {
-        float* o = op + (bh * p.Lq + i0 + ii) * p.Dv;
+        float* orow = o.at(b, h, i0 + ii);
         const float inv = l[ii] > 0.0f ? 1.0f / l[ii] : 0.0f;
-        for (int64_t d = 0; d < p.Dv; ++d) o[d] = acc[ii * p.Dv + d] * inv;
+        for (int64_t d = 0; d < p.Dv; ++d) orow[d] = acc[ii * p.Dv + d] * inv;
         lp[bh * p.Lq + i0 + ii] = l[ii] > 0.0f ? m[ii] + std::log(l[ii]) : std::numeric_limits<float>::infinity();
       }
     }
@@ -225,21 +246,21 @@ std::vector<at::Tensor> mixture_backward(at::Tensor dout, at::Tensor q, at::Tens
                                          int64_t shift, bool causal, bool need_bias, bool need_scale, int64_t rb,
                                          int64_t cb) {
   const Problem p = make_problem(q, k, v, bias, scale, pad, shift, causal, rb, cb);
-  TORCH_CHECK(dout.is_contiguous() && lse.is_contiguous() && delta.is_contiguous(), "dout, lse, delta contiguous");
+  TORCH_CHECK(lse.is_contiguous() && delta.is_contiguous(), "lse, delta must be contiguous");
   need_bias = need_bias && p.bias;
   need_scale = need_scale && p.bias && p.scale;
   const bool want_ds = need_bias || need_scale;
   const bool shared = p.bias_b == 1 && p.B > 1;  // sum dS over the batch in a block buffer (B = 1: write it)
-  auto dq = at::zeros_like(q), dk = at::zeros_like(k), dv = at::zeros_like(v);
+  const auto o32 = q.options();
+  auto dq = blh_zeros(p.B, p.H, p.Lq, p.E, o32, true), dk = blh_zeros(p.B, p.H, p.Lk, p.E, o32, true);
+  auto dv = blh_zeros(p.B, p.H, p.Lk, p.Dv, o32, true);
   at::Tensor dbias, dscale;
   if (need_bias) dbias = p.causal ? at::zeros_like(*bias) : at::empty_like(*bias);
   auto dscale64 = at::zeros({p.H}, q.options().dtype(at::kDouble));
-  float* dqp = dq.data_ptr<float>();
-  float* dkp = dk.data_ptr<float>();
-  float* dvp = dv.data_ptr<float>();
+  const Rows<float> dQ = rows_of<float>(dq), dK = rows_of<float>(dk), dV = rows_of<float>(dv);
+  const Rows<const float> dOut = rows_of<const float>(dout);
   float* dbp = need_bias ? dbias.data_ptr<float>() : nullptr;
   double* dsp = dscale64.data_ptr<double>();
-  const float* dop = dout.data_ptr<float>();
   const float* lsp = lse.data_ptr<float>();
   const float* dlp = delta.data_ptr<float>();
   // one head per task: dq, dk, dv of (b, h) and the bias gradient of h are written by that task alone
@@ -256,26 +277,26 @@ std::vector<at::Tensor> mixture_backward(at::Tensor dout, at::Tensor q, at::Tens
           if (!sum.empty()) std::fill(sum.begin(), sum.begin() + r * c, 0.0f);
           for (int64_t b = 0; b < p.B; ++b) {
             const int64_t bh = b * p.H + h;
-            const float* Q = p.q + (bh * p.Lq + i0) * p.E;
-            const float* K = p.k + (bh * p.Lk + j0) * p.E;
-            const float* V = p.v + (bh * p.Lk + j0) * p.Dv;
-            const float* dO = dop + (bh * p.Lq + i0) * p.Dv;
-            gemm(false, true, r, c, p.E, 1.0f, Q, p.E, K, p.E, 0.0f, P.data(), c);
+            const float* Q = p.q.at(b, h, i0);
+            const float* K = p.k.at(b, h, j0);
+            const float* V = p.v.at(b, h, j0);
+            const float* dO = dOut.at(b, h, i0);
+            gemm(false, true, r, c, p.E, 1.0f, Q, p.q.ld(), K, p.k.ld(), 0.0f, P.data(), c);
             p.add_bias_mask(P.data(), b, h, i0, r, j0, c);
             for (int64_t ii = 0; ii < r; ++ii) {  // P = exp(s - lse): 0 where masked and in rows with no visible key
               float* row = P.data() + ii * c;
               exp_shifted(row, c, lsp[bh * p.Lq + i0 + ii]);
             }
-            gemm(true, false, c, p.Dv, r, 1.0f, P.data(), c, dO, p.Dv, 1.0f, dvp + (bh * p.Lk + j0) * p.Dv, p.Dv);
-            gemm(false, true, r, c, p.Dv, 1.0f, dO, p.Dv, V, p.Dv, 0.0f, dS.data(), c);  // dP
+            gemm(true, false, c, p.Dv, r, 1.0f, P.data(), c, dO, dOut.ld(), 1.0f, dV.at(b, h, j0), dV.ld());
+            gemm(false, true, r, c, p.Dv, 1.0f, dO, dOut.ld(), V, p.v.ld(), 0.0f, dS.data(), c);  // dP
             for (int64_t ii = 0; ii < r; ++ii) {  // dS = P * (dP - delta)
               float* ds = dS.data() + ii * c;
               const float* pr = P.data() + ii * c;
               const float dl = dlp[bh * p.Lq + i0 + ii];
               for (int64_t jj = 0; jj < c; ++jj) ds[jj] = pr[jj] * (ds[jj] - dl);
             }
-            gemm(false, false, r, p.E, c, 1.0f, dS.data(), c, K, p.E, 1.0f, dqp + (bh * p.Lq + i0) * p.E, p.E);
-            gemm(true, false, c, p.E, r, 1.0f, dS.data(), c, Q, p.E, 1.0f, dkp + (bh * p.Lk + j0) * p.E, p.E);
+            gemm(false, false, r, p.E, c, 1.0f, dS.data(), c, K, p.k.ld(), 1.0f, dQ.at(b, h, i0), dQ.ld());
+            gemm(true, false, c, p.E, r, 1.0f, dS.data(), c, Q, p.q.ld(), 1.0f, dK.at(b, h, j0), dK.ld());
             if (!want_ds) continue;
             if (shared) {
               for (int64_t x = 0; x < r * c; ++x) sum[x] += dS[x];
