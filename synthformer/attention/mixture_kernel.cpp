@@ -193,45 +193,52 @@ std::vector<at::Tensor> mixture_forward(at::Tensor q, at::Tensor k, at::Tensor v
   auto lse = at::empty({p.B, p.H, p.Lq}, v.options());
   float* lp = lse.data_ptr<float>();
   const int64_t nI = (p.Lq + p.rb - 1) / p.rb;
-  at::parallel_for(0, p.B * p.H * nI, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> s(p.rb * p.cb), acc(p.rb * p.Dv), m(p.rb), l(p.rb);
+  // one (head, row block) per task, the batch innermost: a bias block shared by the batch is read from memory once
+  at::parallel_for(0, p.H * nI, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> s(p.rb * p.cb), acc(p.B * p.rb * p.Dv), m(p.B * p.rb), l(p.B * p.rb);
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t ib = t % nI, bh = t / nI, h = bh % p.H, b = bh / p.H;
+      const int64_t ib = t % nI, h = t / nI;
       const int64_t i0 = ib * p.rb, r = std::min(p.rb, p.Lq - i0);
-      const float* Q = p.q.at(b, h, i0);
       std::fill(acc.begin(), acc.end(), 0.0f);
       std::fill(m.begin(), m.end(), NEG_INF);
       std::fill(l.begin(), l.end(), 0.0f);
       const int64_t kend = p.key_end(i0, r);
       for (int64_t j0 = 0; j0 < kend; j0 += p.cb) {
         const int64_t c = std::min(p.cb, kend - j0);
-        gemm(false, true, r, c, p.E, 1.0f, Q, p.q.ld(), p.k.at(b, h, j0), p.k.ld(), 0.0f, s.data(), c);
-        p.add_bias_mask(s.data(), b, h, i0, r, j0, c);
-        for (int64_t ii = 0; ii < r; ++ii) {
-          float* row = s.data() + ii * c;
-          const float mx = row_max(row, c);
-          const float mnew = std::max(m[ii], mx);
-          if (mnew == NEG_INF) {  // nothing visible in this row so far
-            std::fill(row, row + c, 0.0f);
-            continue;
+        for (int64_t b = 0; b < p.B; ++b) {
+          float* ab = acc.data() + b * p.rb * p.Dv;
+          float* mb = m.data() + b * p.rb;
+          float* lb = l.data() + b * p.rb;
+          gemm(false, true, r, c, p.E, 1.0f, p.q.at(b, h, i0), p.q.ld(), p.k.at(b, h, j0), p.k.ld(), 0.0f, s.data(), c);
+          p.add_bias_mask(s.data(), b, h, i0, r, j0, c);
+          for (int64_t ii = 0; ii < r; ++ii) {
+            float* row = s.data() + ii * c;
+            const float mnew = std::max(mb[ii], row_max(row, c));
+            if (mnew == NEG_INF) {  // nothing visible in this row so far
+              std::fill(row, row + c, 0.0f);
+              continue;
+            }
+            exp_shifted(row, c, mnew);
+            const float sum = dot(row, nullptr, c);
+            const float corr = fexp(mb[ii] - mnew);  // 0 on the first visible block
+            if (corr != 1.0f) {  // rescale what earlier key blocks added
+              float* a = ab + ii * p.Dv;
+              for (int64_t d = 0; d < p.Dv; ++d) a[d] *= corr;
+            }
+            lb[ii] = lb[ii] * corr + sum;
+            mb[ii] = mnew;
           }
-          exp_shifted(row, c, mnew);
-          const float sum = dot(row, nullptr, c);
-          const float corr = fexp(m[ii] - mnew);  // 0 on the first visible block
-          if (corr != 1.0f) {
-            float* a = acc.data() + ii * p.Dv;
-            for (int64_t d = 0; d < p.Dv; ++d) a[d] *= corr;
-          }
-          l[ii] = l[ii] * corr + sum;
-          m[ii] = mnew;
+          gemm(false, false, r, p.Dv, c, 1.0f, s.data(), c, p.v.at(b, h, j0), p.v.ld(), 1.0f, ab, p.Dv);
         }
-        gemm(false, false, r, p.Dv, c, 1.0f, s.data(), c, p.v.at(b, h, j0), p.v.ld(), 1.0f, acc.data(), p.Dv);
       }
-      for (int64_t ii = 0; ii < r; ++ii) {
-        float* orow = o.at(b, h, i0 + ii);
-        const float inv = l[ii] > 0.0f ? 1.0f / l[ii] : 0.0f;
-        for (int64_t d = 0; d < p.Dv; ++d) orow[d] = acc[ii * p.Dv + d] * inv;
-        lp[bh * p.Lq + i0 + ii] = l[ii] > 0.0f ? m[ii] + std::log(l[ii]) : std::numeric_limits<float>::infinity();
+      for (int64_t b = 0; b < p.B; ++b) {
+        for (int64_t ii = 0; ii < r; ++ii) {
+          const int64_t x = b * p.rb + ii;
+          float* orow = o.at(b, h, i0 + ii);
+          const float inv = l[x] > 0.0f ? 1.0f / l[x] : 0.0f;
+          for (int64_t d = 0; d < p.Dv; ++d) orow[d] = acc[x * p.Dv + d] * inv;
+          lp[(b * p.H + h) * p.Lq + i0 + ii] = l[x] > 0.0f ? m[x] + std::log(l[x]) : std::numeric_limits<float>::infinity();
+        }
       }
     }
   });
