@@ -36,3 +36,7 @@ python -m synthformer.bench --scope model --modes train --model-lengths 256,1024
   --preset small --model-tokens 8192 --threads 1 --repeats 3 --warmup 1 --out "$OUT/issue13-s10-causal-fix-model.jsonl"
 python -m synthformer.bench --threads 1 --no-memory --repeats 3 --scope layer --modes train --causal \
   --lengths 256,1024,4096 --variants V,R,Fix,R+V --precision fp32 --out "$OUT/issue13-s10-layer-causal.jsonl"
+
+# Issue 51: the +V mixtures vs V (layer train step and peak memory at 256 / 1024 / 4096, 4096 tokens, one thread;
+# the small-preset LM step R+V vs V), printed with the CPU model and its measured fp32 matmul GFLOP/s.
+PYTHONPATH=. python benchmarks/mixtures.py --repeats 7 --jsonl "$OUT/issue51-cpu-1thread.jsonl"
