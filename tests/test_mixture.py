@@ -138,3 +138,15 @@ def test_kernel_equals_the_formula(b, bias_batch, e, dv, lq, lk, shift, pad, sca
     torch.testing.assert_close(got.double(), want, atol=1e-5, rtol=1e-4)
     for a, c in zip(got_g, want_g):
         torch.testing.assert_close(a.double(), c, atol=2e-5, rtol=1e-4)
+
+
+def test_kernel_takes_gradients_of_any_layout():
+    """The upstream gradient may be an expanded view (out.sum(), a sum over rows): read or copied, never misread."""
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(2, 2, 7, 8, generator=g, requires_grad=True) for _ in range(3))
+    bias = torch.randn(1, 2, 7, 7, generator=g, requires_grad=True)
+    for reduce in (lambda o: o.sum(), lambda o: o.sum(dim=2).square().sum()):
+        got = torch.autograd.grad(reduce(mixture.mixture_attention(q, k, v, bias)), (q, k, v, bias))
+        want = torch.autograd.grad(reduce(formula(q, k, v, bias, None, None, None)), (q, k, v, bias))
+        for a, c in zip(got, want):
+            torch.testing.assert_close(a, c, atol=1e-5, rtol=1e-4)

@@ -76,13 +76,18 @@ class _MixtureAttention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dout):
         q, k, v, bias, scale, pad, out, lse = ctx.saved_tensors
-        if dout.stride(-1) != 1:
-            dout = dout.contiguous()
-        delta = (dout * out).sum(-1)  # (B, H, Lq): rowsum(dP * P) = rowsum(dO * O)
+        dout = _rows(dout)
         need_bias, need_scale = ctx.needs_input_grad[3], ctx.needs_input_grad[4]
         dq, dk, dv, dbias, dscale = _extension().backward(
-            dout, q, k, v, lse, delta, bias, scale, pad, ctx.shift, ctx.causal, need_bias, need_scale, *BACKWARD_BLOCK)
+            dout, q, k, v, lse, out, bias, scale, pad, ctx.shift, ctx.causal, need_bias, need_scale, *BACKWARD_BLOCK)
         return dq, dk, dv, dbias if need_bias else None, dscale if need_scale else None, None, None, None
+
+
+def _rows(t: Tensor) -> Tensor:
+    """fp32 ``t`` with unit stride along the features and rows that do not overlap, as the kernel reads it: the
+    projections' (B, L, H, E) memory and a batch-shared (stride 0) q pass as they are, anything else is copied."""
+    t = t.to(torch.float32)
+    return t if t.stride(-1) == 1 and (t.shape[2] <= 1 or t.stride(2) >= t.shape[3]) else t.contiguous()
 
 
 def mixture_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, scale: Tensor | None = None,
@@ -96,14 +101,10 @@ def mixture_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = Non
     b = v.shape[0]
     dtype = v.dtype
 
-    def rows(t):  # any strides with unit stride along the features, e.g. the projections' (B, L, H, E) memory
-        t = t.to(torch.float32)
-        return t if t.stride(-1) == 1 and (t.shape[2] <= 1 or t.stride(2) >= t.shape[3]) else t.contiguous()
-
     def dense(t):
         return None if t is None else t.to(torch.float32).contiguous()
     q, k = q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1)  # a batch-shared q (FR) is read with batch stride 0
     pad = None if key_padding_mask is None else key_padding_mask.to(torch.uint8).contiguous()
-    out = _MixtureAttention.apply(rows(q), rows(k), rows(v), dense(bias), dense(scale), pad,
+    out = _MixtureAttention.apply(_rows(q), _rows(k), _rows(v), dense(bias), dense(scale), pad,
                                   0 if causal_shift is None else int(causal_shift), causal_shift is not None)
     return out.to(dtype)

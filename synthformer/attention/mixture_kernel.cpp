@@ -246,14 +246,23 @@ std::vector<at::Tensor> mixture_forward(at::Tensor q, at::Tensor k, at::Tensor v
 }
 
 // (dq, dk, dv, dbias or undefined, dscale or undefined). dbias has the bias's shape (its batch summed when the bias
-// is shared) and includes the scale; dscale[h] = sum(dS * bias[h]). delta = rowsum(dout * out), (B, H, Lq).
+// is shared) and includes the scale; dscale[h] = sum(dS * bias[h]). out: the forward's output.
 std::vector<at::Tensor> mixture_backward(at::Tensor dout, at::Tensor q, at::Tensor k, at::Tensor v, at::Tensor lse,
-                                         at::Tensor delta, c10::optional<at::Tensor> bias,
+                                         at::Tensor out, c10::optional<at::Tensor> bias,
                                          c10::optional<at::Tensor> scale, c10::optional<at::Tensor> pad,
                                          int64_t shift, bool causal, bool need_bias, bool need_scale, int64_t rb,
                                          int64_t cb) {
   const Problem p = make_problem(q, k, v, bias, scale, pad, shift, causal, rb, cb);
-  TORCH_CHECK(lse.is_contiguous() && delta.is_contiguous(), "lse, delta must be contiguous");
+  TORCH_CHECK(lse.is_contiguous(), "lse must be contiguous");
+  // delta = rowsum(dP * P) = rowsum(dout * out), (B, H, Lq)
+  auto delta = at::empty({p.B, p.H, p.Lq}, q.options());
+  {
+    const Rows<const float> o = rows_of<const float>(out), g = rows_of<const float>(dout);
+    float* dp = delta.data_ptr<float>();
+    for (int64_t b = 0; b < p.B; ++b)
+      for (int64_t h = 0; h < p.H; ++h)
+        for (int64_t i = 0; i < p.Lq; ++i) dp[(b * p.H + h) * p.Lq + i] = dot(o.at(b, h, i), g.at(b, h, i), p.Dv);
+  }
   need_bias = need_bias && p.bias;
   need_scale = need_scale && p.bias && p.scale;
   const bool want_ds = need_bias || need_scale;
