@@ -150,3 +150,24 @@ def test_kernel_takes_gradients_of_any_layout():
         want = torch.autograd.grad(reduce(formula(q, k, v, bias, None, None, None)), (q, k, v, bias))
         for a, c in zip(got, want):
             torch.testing.assert_close(a, c, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("shift", [None, 0])
+def test_kernel_applies_the_dot_products_weight_itself(shift):
+    """q_scale (the mixture weight of V in R+V): logits q_scale_h q k^T + scale_h bias, its gradient exact too."""
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(2, 3, 140, 8, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    bias = torch.randn(1, 3, 140, 140, generator=g, dtype=torch.float64, requires_grad=True)
+    sc, qs = (torch.rand(3, generator=g, dtype=torch.float64).add(0.2).requires_grad_() for _ in range(2))
+    kpm = torch.zeros(2, 140, dtype=torch.bool)
+    kpm[1, 100:] = True
+    leaves = (q, k, v, bias, sc, qs)
+    want = formula(q * qs.view(1, -1, 1, 1), k, v, bias, sc, kpm, shift)
+    dout = torch.randn(want.shape, generator=g, dtype=torch.float64)
+    want_g = torch.autograd.grad(want, leaves, dout)
+    f32 = [t.detach().float().requires_grad_() for t in leaves]
+    got = mixture.mixture_attention(*f32[:5], key_padding_mask=kpm, causal_shift=shift, q_scale=f32[5])
+    got_g = torch.autograd.grad(got, f32, dout.float())
+    torch.testing.assert_close(got.double(), want, atol=1e-5, rtol=1e-4)
+    for a, c in zip(got_g, want_g):
+        torch.testing.assert_close(a.double(), c, atol=3e-5, rtol=1e-4)

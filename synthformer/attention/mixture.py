@@ -66,21 +66,24 @@ def available() -> bool:
 
 class _MixtureAttention(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, bias, scale, pad, shift, causal):
+    def forward(ctx, q, k, v, bias, scale, pad, shift, causal, qscale):
         ext = _extension()
-        out, lse = ext.forward(q, k, v, bias, scale, pad, shift, causal, *FORWARD_BLOCK)
-        ctx.save_for_backward(q, k, v, bias, scale, pad, out, lse)
+        out, lse = ext.forward(q, k, v, bias, scale, pad, shift, causal, qscale, *FORWARD_BLOCK)
+        ctx.save_for_backward(q, k, v, bias, scale, pad, out, lse, qscale)
         ctx.shift, ctx.causal = shift, causal
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        q, k, v, bias, scale, pad, out, lse = ctx.saved_tensors
+        q, k, v, bias, scale, pad, out, lse, qscale = ctx.saved_tensors
         dout = _rows(dout)
         need_bias, need_scale = ctx.needs_input_grad[3], ctx.needs_input_grad[4]
-        dq, dk, dv, dbias, dscale = _extension().backward(
-            dout, q, k, v, lse, out, bias, scale, pad, ctx.shift, ctx.causal, need_bias, need_scale, *BACKWARD_BLOCK)
-        return dq, dk, dv, dbias if need_bias else None, dscale if need_scale else None, None, None, None
+        need_qscale = ctx.needs_input_grad[8]
+        dq, dk, dv, dbias, dscale, dqscale = _extension().backward(
+            dout, q, k, v, lse, out, bias, scale, pad, ctx.shift, ctx.causal, qscale, need_bias, need_scale,
+            need_qscale, *BACKWARD_BLOCK)
+        return (dq, dk, dv, dbias if need_bias else None, dscale if need_scale else None, None, None, None,
+                dqscale if need_qscale else None)
 
 
 def _rows(t: Tensor) -> Tensor:
@@ -91,8 +94,10 @@ def _rows(t: Tensor) -> Tensor:
 
 
 def mixture_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, scale: Tensor | None = None,
-                      key_padding_mask: Tensor | None = None, causal_shift: int | None = None) -> Tensor:
-    """``softmax(q k^T + bias * scale[h], masked) @ v``, (B, H, Lq, dv); exact gradients for q, k, v, bias, scale.
+                      key_padding_mask: Tensor | None = None, causal_shift: int | None = None,
+                      q_scale: Tensor | None = None) -> Tensor:
+    """``softmax(q_scale[h] * q k^T + bias * scale[h], masked) @ v``, (B, H, Lq, dv); exact gradients for q, k, v,
+    bias, scale and q_scale (the mixture weight of the dot product, applied inside: q is never scaled in full).
 
     q, k (B or 1, H, L, E) are broadcast to v's batch; ``bias`` (1 or B, H, Lq, Lk); ``scale`` (H,);
     ``key_padding_mask`` (B, Lk) True = padding; ``causal_shift``: key j visible from query i iff j <= i + shift.
@@ -106,5 +111,6 @@ def mixture_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = Non
     q, k = q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1)  # a batch-shared q (FR) is read with batch stride 0
     pad = None if key_padding_mask is None else key_padding_mask.to(torch.uint8).contiguous()
     out = _MixtureAttention.apply(_rows(q), _rows(k), _rows(v), dense(bias), dense(scale), pad,
-                                  0 if causal_shift is None else int(causal_shift), causal_shift is not None)
+                                  0 if causal_shift is None else int(causal_shift), causal_shift is not None,
+                                  dense(q_scale))
     return out.to(dtype)

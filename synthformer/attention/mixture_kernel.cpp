@@ -123,6 +123,7 @@ struct Problem {
   const float* bias;   // (Bb, H, Lq, Lk) or null
   int64_t bias_b;      // 1 (shared by the batch) or B
   const float* scale;  // (H) or null
+  const float* qscale;  // (H) or null: multiplies q k^T (the dot product's mixture weight)
   const uint8_t* pad;  // (B, Lk), 1 = padding, or null
   int64_t shift;       // causal: key j visible from query i iff j <= i + shift
   bool causal;
@@ -132,6 +133,7 @@ struct Problem {
     return causal ? std::max<int64_t>(0, std::min(Lk, i0 + r + shift)) : Lk;
   }
   float sc(int64_t h) const { return scale ? scale[h] : 1.0f; }
+  float qs(int64_t h) const { return qscale ? qscale[h] : 1.0f; }
 
   // logits of a block (r x c, in s, already q k^T) plus bias, padding and causal mask
   void add_bias_mask(float* s, int64_t b, int64_t h, int64_t i0, int64_t r, int64_t j0, int64_t c) const {
@@ -156,13 +158,17 @@ struct Problem {
 
 Problem make_problem(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const c10::optional<at::Tensor>& bias,
                      const c10::optional<at::Tensor>& scale, const c10::optional<at::Tensor>& pad, int64_t shift,
-                     bool causal, int64_t rb, int64_t cb) {
+                     bool causal, const c10::optional<at::Tensor>& qscale, int64_t rb, int64_t cb) {
   TORCH_CHECK(q.dtype() == at::kFloat && k.dtype() == at::kFloat && v.dtype() == at::kFloat, "fp32 only");
   Problem p{};
   p.B = v.size(0); p.H = v.size(1); p.Lq = q.size(2); p.Lk = k.size(2); p.E = q.size(3); p.Dv = v.size(3);
   TORCH_CHECK(q.size(0) == p.B && k.size(0) == p.B, "q, k and v need the same batch");
   p.q = rows_of<const float>(q); p.k = rows_of<const float>(k); p.v = rows_of<const float>(v);
-  p.bias = nullptr; p.bias_b = 1; p.scale = nullptr; p.pad = nullptr;
+  p.bias = nullptr; p.bias_b = 1; p.scale = nullptr; p.pad = nullptr; p.qscale = nullptr;
+  if (qscale && qscale->defined()) {
+    TORCH_CHECK(qscale->is_contiguous() && qscale->dtype() == at::kFloat && qscale->numel() == p.H, "qscale: (H,) fp32");
+    p.qscale = qscale->data_ptr<float>();
+  }
   if (bias && bias->defined()) {
     TORCH_CHECK(bias->is_contiguous() && bias->dtype() == at::kFloat && bias->dim() == 4, "bias: contiguous fp32 4-d");
     TORCH_CHECK(bias->size(1) == p.H && bias->size(2) == p.Lq && bias->size(3) == p.Lk, "bias shape");
@@ -186,8 +192,9 @@ Problem make_problem(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 // (out (B, H, Lq, Dv), lse (B, H, Lq)); a row with no visible key outputs zeros and has lse = +inf
 std::vector<at::Tensor> mixture_forward(at::Tensor q, at::Tensor k, at::Tensor v, c10::optional<at::Tensor> bias,
                                         c10::optional<at::Tensor> scale, c10::optional<at::Tensor> pad,
-                                        int64_t shift, bool causal, int64_t rb, int64_t cb) {
-  const Problem p = make_problem(q, k, v, bias, scale, pad, shift, causal, rb, cb);
+                                        int64_t shift, bool causal, c10::optional<at::Tensor> qscale, int64_t rb,
+                                        int64_t cb) {
+  const Problem p = make_problem(q, k, v, bias, scale, pad, shift, causal, qscale, rb, cb);
   auto out = blh_zeros(p.B, p.H, p.Lq, p.Dv, v.options(), false);
   const Rows<float> o = rows_of<float>(out);
   auto lse = at::empty({p.B, p.H, p.Lq}, v.options());
@@ -209,7 +216,7 @@ std::vector<at::Tensor> mixture_forward(at::Tensor q, at::Tensor k, at::Tensor v
           float* ab = acc.data() + b * p.rb * p.Dv;
           float* mb = m.data() + b * p.rb;
           float* lb = l.data() + b * p.rb;
-          gemm(false, true, r, c, p.E, 1.0f, p.q.at(b, h, i0), p.q.ld(), p.k.at(b, h, j0), p.k.ld(), 0.0f, s.data(), c);
+          gemm(false, true, r, c, p.E, p.qs(h), p.q.at(b, h, i0), p.q.ld(), p.k.at(b, h, j0), p.k.ld(), 0.0f, s.data(), c);
           p.add_bias_mask(s.data(), b, h, i0, r, j0, c);
           for (int64_t ii = 0; ii < r; ++ii) {
             float* row = s.data() + ii * c;
@@ -245,14 +252,14 @@ std::vector<at::Tensor> mixture_forward(at::Tensor q, at::Tensor k, at::Tensor v
   return {out, lse};
 }
 
-// (dq, dk, dv, dbias or undefined, dscale or undefined). dbias has the bias's shape (its batch summed when the bias
+// (dq, dk, dv, dbias or undefined, dscale or undefined, dqscale or undefined). dbias has the bias's shape (its batch summed when the bias
 // is shared) and includes the scale; dscale[h] = sum(dS * bias[h]). out: the forward's output.
 std::vector<at::Tensor> mixture_backward(at::Tensor dout, at::Tensor q, at::Tensor k, at::Tensor v, at::Tensor lse,
                                          at::Tensor out, c10::optional<at::Tensor> bias,
                                          c10::optional<at::Tensor> scale, c10::optional<at::Tensor> pad,
-                                         int64_t shift, bool causal, bool need_bias, bool need_scale, int64_t rb,
-                                         int64_t cb) {
-  const Problem p = make_problem(q, k, v, bias, scale, pad, shift, causal, rb, cb);
+                                         int64_t shift, bool causal, c10::optional<at::Tensor> qscale, bool need_bias,
+                                         bool need_scale, bool need_qscale, int64_t rb, int64_t cb) {
+  const Problem p = make_problem(q, k, v, bias, scale, pad, shift, causal, qscale, rb, cb);
   TORCH_CHECK(lse.is_contiguous(), "lse must be contiguous");
   // delta = rowsum(dP * P) = rowsum(dout * out), (B, H, Lq)
   auto delta = at::empty({p.B, p.H, p.Lq}, q.options());
@@ -273,6 +280,8 @@ std::vector<at::Tensor> mixture_backward(at::Tensor dout, at::Tensor q, at::Tens
   at::Tensor dbias, dscale;
   if (need_bias) dbias = p.causal ? at::zeros_like(*bias) : at::empty_like(*bias);
   auto dscale64 = at::zeros({p.H}, q.options().dtype(at::kDouble));
+  auto dqscale64 = at::zeros({p.H}, q.options().dtype(at::kDouble));
+  double* dqsp = dqscale64.data_ptr<double>();
   const Rows<float> dQ = rows_of<float>(dq), dK = rows_of<float>(dk), dV = rows_of<float>(dv);
   const Rows<const float> dOut = rows_of<const float>(dout);
   float* dbp = need_bias ? dbias.data_ptr<float>() : nullptr;
@@ -284,7 +293,8 @@ std::vector<at::Tensor> mixture_backward(at::Tensor dout, at::Tensor q, at::Tens
     std::vector<float> P(p.rb * p.cb), dS(p.rb * p.cb), sum(shared && want_ds ? p.rb * p.cb : 0);
     for (int64_t h = hbeg; h < hend; ++h) {
       const float f = p.sc(h);
-      double dsc = 0.0;
+      const float qsh = p.qs(h);
+      double dsc = 0.0, dqs = 0.0;
       for (int64_t i0 = 0; i0 < p.Lq; i0 += p.rb) {
         const int64_t r = std::min(p.rb, p.Lq - i0);
         const int64_t kend = p.key_end(i0, r);
@@ -297,7 +307,7 @@ std::vector<at::Tensor> mixture_backward(at::Tensor dout, at::Tensor q, at::Tens
             const float* K = p.k.at(b, h, j0);
             const float* V = p.v.at(b, h, j0);
             const float* dO = dOut.at(b, h, i0);
-            gemm(false, true, r, c, p.E, 1.0f, Q, p.q.ld(), K, p.k.ld(), 0.0f, P.data(), c);
+            gemm(false, true, r, c, p.E, qsh, Q, p.q.ld(), K, p.k.ld(), 0.0f, P.data(), c);
             p.add_bias_mask(P.data(), b, h, i0, r, j0, c);
             for (int64_t ii = 0; ii < r; ++ii) {  // P = exp(s - lse): 0 where masked and in rows with no visible key
               float* row = P.data() + ii * c;
@@ -311,8 +321,9 @@ std::vector<at::Tensor> mixture_backward(at::Tensor dout, at::Tensor q, at::Tens
               const float dl = dlp[bh * p.Lq + i0 + ii];
               for (int64_t jj = 0; jj < c; ++jj) ds[jj] = pr[jj] * (ds[jj] - dl);
             }
+            // dQ accumulates dS K unscaled (scaled below, once its row block is complete); dK gets the scale now
             gemm(false, false, r, p.E, c, 1.0f, dS.data(), c, K, p.k.ld(), 1.0f, dQ.at(b, h, i0), dQ.ld());
-            gemm(true, false, c, p.E, r, 1.0f, dS.data(), c, Q, p.q.ld(), 1.0f, dK.at(b, h, j0), dK.ld());
+            gemm(true, false, c, p.E, r, qsh, dS.data(), c, Q, p.q.ld(), 1.0f, dK.at(b, h, j0), dK.ld());
             if (!want_ds) continue;
             if (shared) {
               for (int64_t x = 0; x < r * c; ++x) sum[x] += dS[x];
@@ -341,12 +352,24 @@ std::vector<at::Tensor> mixture_backward(at::Tensor dout, at::Tensor q, at::Tens
             }
           }
         }
+        if (p.qscale) {  // the row block's dQ is complete: d(qscale_h) += q . (dS K), then dQ = qscale_h dS K
+          for (int64_t b = 0; b < p.B; ++b) {
+            for (int64_t ii = 0; ii < r; ++ii) {
+              float* g = dQ.at(b, h, i0 + ii);
+              if (need_qscale) dqs += dot(p.q.at(b, h, i0 + ii), g, p.E);
+              for (int64_t e = 0; e < p.E; ++e) g[e] *= qsh;
+            }
+          }
+        }
       }
       dsp[h] = dsc;
+      dqsp[h] = dqs;
     }
   });
   if (need_scale) dscale = dscale64.to(at::kFloat);
-  return {dq, dk, dv, dbias, dscale};
+  at::Tensor dqscale;
+  if (need_qscale && p.qscale) dqscale = dqscale64.to(at::kFloat);
+  return {dq, dk, dv, dbias, dscale, dqscale};
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {

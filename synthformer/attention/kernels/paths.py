@@ -300,8 +300,14 @@ def fused(a: PathInputs) -> PathResult:
 def mixture(a: PathInputs) -> PathResult:
     """Dot members concatenated, a learned full member as the bias, through the compiled kernel of
     :mod:`~synthformer.attention.mixture` (causal and key padding masks applied inside; no user mask here)."""
-    q, k, add, scale = _operands(a.terms, None)
-    out = mixture_mod.mixture_attention(q, k, a.v, add, scale, a.key_padding_mask, a.causal_shift)
+    dots = [t for t in a.terms if isinstance(t, DotLogits)]
+    qscale = None
+    if len(dots) == 1:  # one dot member (R+V, FD+V): its mixture weight applied by the kernel, q never scaled in full
+        q, k, qscale = dots[0].q, dots[0].k, dots[0].scale
+        _, _, add, scale = _operands([t for t in a.terms if isinstance(t, FullLogits)], None)
+    else:
+        q, k, add, scale = _operands(a.terms, None)
+    out = mixture_mod.mixture_attention(q, k, a.v, add, scale, a.key_padding_mask, a.causal_shift, qscale)
     return out, None  # (B, H, Lq, d_h); queries with no visible key output zeros
 
 
@@ -321,7 +327,7 @@ def flex(a: PathInputs) -> PathResult:
     runs it eagerly (forward only on CPU: the numerics tests)."""
     b, dv = a.v.shape[0], a.v.shape[-1]
     dots = [t for t in a.terms if isinstance(t, DotLogits)]
-    q = torch.cat([t.q.expand(b, -1, -1, -1) for t in dots], dim=-1)  # (B, H, Lq, E_total)
+    q = torch.cat([t.features().expand(b, -1, -1, -1) for t in dots], dim=-1)  # (B, H, Lq, E_total)
     k = torch.cat([t.k.expand(b, -1, -1, -1) for t in dots], dim=-1)  # (B, H, Lk, E_total)
     fulls = [t.materialize() for t in a.terms if isinstance(t, FullLogits)]
     add = sum(fulls) if fulls else None
@@ -436,10 +442,10 @@ def _operands(terms, bias):
     fulls = [t for t in terms if isinstance(t, FullLogits)]
     q = k = None
     if len(dots) == 1:
-        q, k = dots[0].q, dots[0].k
+        q, k = dots[0].features(), dots[0].k
     elif dots:
         bq = max(t.q.shape[0] for t in dots)
-        q = torch.cat([t.q.expand(bq, -1, -1, -1) for t in dots], dim=-1)  # (B or 1, H, Lq, E_total)
+        q = torch.cat([t.features().expand(bq, -1, -1, -1) for t in dots], dim=-1)  # (B or 1, H, Lq, E_total)
         bk = max(t.k.shape[0] for t in dots)
         k = torch.cat([t.k.expand(bk, -1, -1, -1) for t in dots], dim=-1)  # (B or 1, H, Lk, E_total)
     add = scale = None
@@ -460,7 +466,7 @@ def _fused(terms, v, allowed, bias, plain_causal, dropout) -> Tensor:
     b = v.shape[0]
     dots = [t for t in terms if isinstance(t, DotLogits)]
     fulls = [t.materialize() for t in terms if isinstance(t, FullLogits)]
-    q = torch.cat([t.q.expand(b, -1, -1, -1) for t in dots], dim=-1)  # (B, H, Lq, E_total)
+    q = torch.cat([t.features().expand(b, -1, -1, -1) for t in dots], dim=-1)  # (B, H, Lq, E_total)
     k = torch.cat([t.k.expand(b, -1, -1, -1) for t in dots], dim=-1)  # (B, H, Lk, E_total)
     add = sum(fulls) if fulls else None
     if bias is not None:

@@ -22,17 +22,22 @@ from ...utils.typed import check_fields
 
 @dataclass
 class DotLogits:
-    """Logits ``q @ k^T``; any scale is already folded into ``q``."""
+    """Logits ``scale_h * q @ k^T``; a synthesizer's own scale (1/sqrt(d_h)) is already folded into ``q``."""
 
     q: Tensor  # (B or 1, H, Lq, E)
     k: Tensor  # (B or 1, H, Lk, E)
+    scale: Tensor | None = None  # (H,) per-head factor (a mixture weight), kept apart so a kernel may apply it itself
 
     def scaled(self, alpha: Tensor) -> "DotLogits":
         """Multiply the logits by a per-head weight ``alpha`` of shape (H,)."""
-        return DotLogits(self.q * alpha.view(1, -1, 1, 1), self.k)
+        return DotLogits(self.q, self.k, alpha if self.scale is None else self.scale * alpha)
+
+    def features(self) -> Tensor:
+        """The query features with the scale folded in: ``features() @ k^T`` are the logits."""
+        return self.q if self.scale is None else self.q * self.scale.view(1, -1, 1, 1)
 
     def materialize(self) -> Tensor:
-        return self.q @ self.k.transpose(-2, -1)  # (B or 1, H, Lq, Lk)
+        return self.features() @ self.k.transpose(-2, -1)  # (B or 1, H, Lq, Lk)
 
 
 @dataclass
