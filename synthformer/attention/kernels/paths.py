@@ -140,8 +140,8 @@ MIXTURE_DTYPES = ("float32", "bfloat16")  # the compiled mixture kernel computes
 # layer train step vs V under bf16 autocast, 1 thread, AMX Xeon: blocked in bf16 0.81x / 0.28x at L=256 / 1024, the
 # kernel in fp32 0.78x / 0.58x); a float64 call keeps its precision on the blocked path. Layer train step speed vs
 # V, fp32, 1 thread, d=256, H=4, 4096 tokens, L = 256 / 1024 / 4096 (Intel Xeon, shared; benchmarks/mixtures.py,
-# RESULTS.md issue 51, three runs): R+V blocked 0.41/0.49/0.30x -> mixture 0.82-0.96/0.66-0.78/0.56-0.61x; D+V fused
-# (v padded to 128) 0.56/0.56/0.57x (A/B) -> mixture 0.64-0.72/0.57-0.58/0.64-0.73x (its FLOP bound 0.73/0.68/0.65x);
+# RESULTS.md issue 51, six runs): R+V blocked 0.41/0.49/0.30x -> mixture 0.82-0.96/0.66-0.87/0.56-0.69x; D+V fused
+# (v padded to 128) 0.56/0.56/0.57x (A/B) -> mixture 0.64-0.72/0.57-0.67/0.64-0.73x (its FLOP bound 0.73/0.68/0.65x);
 # FR+V fused 0.85/0.91/0.90x (A/B) -> mixture 0.89-0.96/0.80-0.97/0.87-0.96x
 
 
