@@ -18,7 +18,7 @@ import statistics
 
 import torch
 
-from synthformer.attention import paths
+from synthformer.attention.kernels import paths
 from synthformer.bench.cases import layer_case, model_case
 from synthformer.bench.measure import PeakMeter, matmul_gflops, run_cases
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from synthformer import SyntheticAttention
-from synthformer.attention import mixture
+from synthformer.attention.kernels import mixture
 from synthformer.attention.kernels import paths
 from synthformer.attention.kernels.paths import Path
 

@@ -7,8 +7,8 @@ import torch
 
 import reference
 from synthformer import SyntheticAttention
-from synthformer.attention import mixture, paths
-from synthformer.attention.paths import Path
+from synthformer.attention.kernels import mixture, paths
+from synthformer.attention.kernels.paths import Path
 
 pytestmark = pytest.mark.skipif(not mixture.available(), reason="the mixture kernel could not be built here")
 

@@ -14,7 +14,7 @@ import torch
 import synthformer.attention.kernels.blocked as blocked_mod
 from conftest import ALL_SPECS
 from synthformer import SyntheticAttention
-from synthformer.attention import mixture
+from synthformer.attention.kernels import mixture
 from synthformer.attention.kernels import aten, paths
 from synthformer.attention.kernels.blocked import Kernel
 from synthformer.attention.kernels.paths import Path, SharedProduct, choose_path

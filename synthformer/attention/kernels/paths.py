@@ -29,7 +29,7 @@ path               when (first match in :func:`choose_path`) and how
                    gradients; dropout in training): ``scaled_dot_product_attention`` on the members'
                    concatenated features, widths zero-padded, full members as a float mask
 ``mixture``        on CPU in fp32, no float or bool ``attn_mask`` (causal and key padding only), where the compiled
-                   kernel of :mod:`synthformer.attention.mixture` is built: learned full logits beside a dot product
+                   kernel of :mod:`synthformer.attention.kernels.mixture` is built: learned full logits beside a dot product
                    (R+V, Fix+V, R+D, FD+V, R+D+V) with gradients, or dot features wider than the values (D+V,
                    FR+V) in training: flash-style forward and backward in C++, the table's gradient summed over the
                    batch block by block, v never padded to the features' width (measurements at MIXTURE_DTYPES)
@@ -56,7 +56,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from . import blocked as blocked_mod
-from .. import mixture as mixture_mod
+from . import mixture as mixture_mod
 from ..synthesizers.base import DotLogits, FullLogits
 from .blocked import blocked_attention
 
@@ -299,7 +299,7 @@ def fused(a: PathInputs) -> PathResult:
 
 def mixture(a: PathInputs) -> PathResult:
     """Dot members concatenated, a learned full member as the bias, through the compiled kernel of
-    :mod:`~synthformer.attention.mixture` (causal and key padding masks applied inside; no user mask here)."""
+    :mod:`~synthformer.attention.kernels.mixture` (causal and key padding masks applied inside; no user mask here)."""
     dots = [t for t in a.terms if isinstance(t, DotLogits)]
     qscale = None
     if len(dots) == 1:  # one dot member (R+V, FD+V): its mixture weight applied by the kernel, q never scaled in full

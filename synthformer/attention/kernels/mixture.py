@@ -16,7 +16,7 @@ by ``torch.utils.cpp_extension`` on first use) does both:
 
 Memory per layer call: q, k, v, out, lse (O(B L)), the bias gradient; nothing of size B x L^2.
 Where the extension cannot be built (no C++ compiler, no exported ``sgemm_``), :func:`available` is False
-and the layer keeps its ``blocked`` / ``fused`` routes (the rule in :mod:`synthformer.attention.paths`).
+and the layer keeps its ``blocked`` / ``fused`` routes (the rule in :mod:`synthformer.attention.kernels.paths`).
 
 Shapes (legend in ``__init__``): q, k (B, H, L, E); v (B, H, Lk, dv), dv <= E allowed, any strides with unit stride
 along the last dimension (the layer's (B, L, H, E) projections are read in place; out and the gradients of q, k, v
