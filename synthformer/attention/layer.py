@@ -59,7 +59,11 @@ class AttentionCache:
 def _compute_dtype(v: Tensor) -> str:
     """The dtype attention computes in: autocast's where it is on for v's device, else v's."""
     dev = v.device.type
-    dtype = torch.get_autocast_dtype(dev) if torch.is_autocast_enabled(dev) else v.dtype
+    try:
+        on = torch.is_autocast_enabled(dev)
+    except RuntimeError:  # a device autocast does not know (meta): no autocast there
+        on = False
+    dtype = torch.get_autocast_dtype(dev) if on else v.dtype
     return str(dtype).removeprefix("torch.")
 
 
