@@ -76,7 +76,7 @@ def test_compare_tiny_budget_writes_table_plot_and_results(dialogue, tmp_path):
     assert results["kind"] == "lm" and results["seeds"] == [1]
     found = {f["claim"]: f for f in results["findings"]}
     assert set(found) == {"t2-lm1b-rv-close-v", "t2-lm1b-rv-not-above-v"}  # the LM claims V and R+V can check
-    assert found["t2-lm1b-rv-close-v"]["status"] in ("reproduced", "not reproduced", "inconclusive")
+    assert found["t2-lm1b-rv-close-v"]["status"] in ("reproduced", "not reproduced", "inconclusive", "undecidable at this size")
     assert found["t2-lm1b-rv-close-v"]["paper"] == {"R+V": 40.05, "V": 38.21}
     for row in results["variants"]:
         assert row["model"]["attention"] == row["variant"] and row["train"]["seed"] == 1

@@ -222,7 +222,7 @@ def test_suite_end_to_end_with_seeds_floor_intervals_and_base_plus(tmp_path):
     assert {"t5-glue-rv-above-v", "t5-glue-rv-above-base-plus", "t6-superglue-rv-above-base-plus"} <= set(claims)
     for f in claims.values():  # judged against the floor: a variant not 2 points above it is "not learned"
         below = [v for v in f["ours"] if rows[v]["metrics"][f["metric"]] <= floor["metrics"].get(f["metric"], -1) + 2]
-        assert f["status"] in ("reproduced", "not reproduced", "inconclusive")
+        assert f["status"] in ("reproduced", "not reproduced", "inconclusive", "undecidable at this size")
         if below:
             assert f["status"] == "inconclusive" and f["note"].startswith("not learned")
     report = (out / "report.md").read_text()

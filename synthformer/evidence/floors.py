@@ -8,7 +8,7 @@ returns the row that compare / reproduce put beside the variants:
 |---|---|---|
 | lm | interpolated Kneser-Ney bigram (d = 0.75), and an add-one unigram | ppl, loss, unigram_ppl |
 | mlm | add-one unigram of the train tokens that can be masked | loss (nats), ppl |
-| classify (all kinds) | the train split's majority class | accuracy (0-100) |
+| classify (all kinds) | the better of the train and the evaluated split's majority class | accuracy (0-100) |
 | seq2seq-summarization | lead-k: the first k source words (k: mean train reference words) | rougeL, bleu, chrf |
 | seq2seq-mt, plain seq2seq | copy the source | bleu, chrf, rougeL |
 | seq2seq-dialogue | per metric the better of the most frequent train response and copying the context | bleu, rougeL, chrf |
@@ -143,12 +143,16 @@ def seq2seq_target_floor(train_items, eval_items, vocab_size: int) -> dict:
 
 # ----------------------------------------------------------------------------- classification
 def majority_accuracy(train_labels, eval_labels) -> float:
-    """Accuracy (0-100) on `eval_labels` of always answering the train split's most frequent label
-    (ties: the smallest label)."""
+    """The majority-class floor (0-100) on `eval_labels`: the better of always answering the train split's most
+    frequent label (ties: the smallest label) and the evaluated split's own most frequent label. A model that
+    learned only the label prior can reach either, so a variant must beat both (binary sentiment, our test
+    split: the train majority scores 47.35, the test majority 52.65)."""
     counts = Counter(int(y) for y in train_labels)
     top = max(counts.values())
     majority = min(y for y, c in counts.items() if c == top)
-    return 100.0 * sum(int(y) == majority for y in eval_labels) / len(eval_labels)
+    train_majority = sum(int(y) == majority for y in eval_labels)
+    test_majority = max(Counter(int(y) for y in eval_labels).values())
+    return 100.0 * max(train_majority, test_majority) / len(eval_labels)
 
 
 # ----------------------------------------------------------------------------- text generation

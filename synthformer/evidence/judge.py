@@ -1,5 +1,5 @@
 """The rule that judges each of the paper's claims (`synthformer.evidence.paper.claims`) on a comparison's
-result rows: reproduced, not reproduced or inconclusive.
+result rows: reproduced, not reproduced, inconclusive or undecidable at this size.
 
 Every pair (subject A, other B) of a claim is judged on the **gap** = A's shortfall relative to B,
 ``(A - B) / |B|`` when lower is better, ``(B - A) / |B|`` when higher is better (positive = A worse):
@@ -11,11 +11,14 @@ Every pair (subject A, other B) of a claim is judged on the **gap** = A's shortf
 **The rule** (`judge`):
 
 1. *Floor.* When the rows hold a floor row (``"floor": true``; never a variant) with the claim's
-   metric (``Claim.learned_on``, default the claim's metric), every variant compared must beat it by
+   metric (``Claim.gates``: ``Claim.learned_on``, several joined by ",", default the claim's metric), every
+   seed of every variant compared (not their mean) must beat it by
    a stated margin: ``FLOOR_REL_MARGIN`` (5%) below it for perplexity / loss, ``FLOOR_POINTS[metric]``
    points above it for accuracy (``CHANCE_MARGIN``), BLEU and ROUGE-L, and at least ``Claim.learned_min``
    where the claim sets one (the MT BLEU claims: ``MT_BLEU_LEARNED``). Otherwise the claim is
-   *inconclusive* with the note "not learned: <variant> <value> vs floor <value>". Without a floor row
+   *inconclusive* with the note "not learned: <variant> [seed <s>] <value> vs floor <value>". The majority-class
+   floor of accuracy is the better of the floor row's and each seed's "chance_accuracy" (the evaluated split's
+   own majority class; `floors.majority_accuracy` takes the better of the two itself). Without a floor row
    two older guards apply: every variant within ``CHANCE_MARGIN`` points of the majority-class
    accuracy, or every BLEU under ``BLEU_FLOOR`` / a tenth of the paper's -> *inconclusive*.
 2. *Interval.* Per pair a 95% interval of the gap:
@@ -38,9 +41,15 @@ Every pair (subject A, other B) of a claim is judged on the **gap** = A's shortf
 3. *Decision.* ``worse``: reproduced when the interval lies above ``t``, not reproduced when it lies
    below; ``better``: reproduced when it lies below ``-t``, not reproduced when above; ``within``:
    reproduced when it lies inside ``(-t, t)``, not reproduced when it lies wholly beyond either edge
-   (the pair's ``direction`` says which way, e.g. "R 15.0% better than V, beyond the ±10% band").
+   (the pair's ``direction`` says which way, e.g. "R 15.0% better than V, beyond the ±10% band"). A band
+   the paper gives a side (``Claim.lean``: "close to V, slightly worse") is also *not reproduced* when the
+   interval lies wholly on the other side of 0 ("FR 9.8% better than V, on the other side of the paper's
+   'slightly worse'"). A band whose interval's half-width is at least the band's ``t`` can never lie inside
+   it: such a pair, when not refuted, is *undecidable at this size* (``UNDECIDABLE``), and the note says what
+   would decide it (`size_needed`: each part of the half-width scales as 1/sqrt(n), seeds or items).
    Anything else is inconclusive. A claim is *not reproduced* when any pair is, else *inconclusive*
-   when any pair is, else *reproduced*; step 1 overrides all of it with *inconclusive*.
+   when any pair is, else *undecidable at this size* when any pair is, else *reproduced*; step 1 overrides
+   all of it with *inconclusive*.
 
 4. *Proxy.* A claim with a proxy metric (``Claim.proxy``; the MT BLEU claims: ``ppl``, the
    teacher-forced perplexity, on the split the rows report) whose own metric is *not learned* by step 1 is judged again,
@@ -83,7 +92,8 @@ FLOOR_POINTS = {"bleu": 1.0, "rougeL": 1.0}  # BLEU / ROUGE-L points above the c
 BLEU_FLOOR = 1.0  # no floor row: every variant under this BLEU (0-100) learned no output, gaps are noise
 BLEU_PAPER_FRACTION = 0.1  # ... nor under a tenth of the paper's lowest score in the claim
 BESIDE_METRICS = ("tokens_per_s", "peak_bytes")  # read beside a row's "metrics" (metrics as fallback)
-STATUSES = ("reproduced", "not reproduced", "inconclusive")
+UNDECIDABLE = "undecidable at this size"  # a band the data's interval cannot fit in: refutable, never reproducible
+STATUSES = ("reproduced", "not reproduced", "inconclusive", UNDECIDABLE)
 
 
 def rule_text(claim: Claim) -> str:
@@ -93,15 +103,19 @@ def rule_text(claim: Claim) -> str:
     what = {"worse": f"worse than each by > {t}: reproduced when the 95% interval of the gap lies above +{t}, "
                      "not when below",
             "within": f"within ±{t} of each (two-sided band): reproduced when the 95% interval of the gap lies "
-                      "inside it, not when wholly outside",
+                      "inside it, not when wholly outside"
+                      + (f"; the paper has it slightly {claim.lean}, so not reproduced either when the interval lies "
+                         f"wholly on the {'better' if claim.lean == 'worse' else 'worse'} side of 0" if claim.lean else "")
+                      + f"; undecidable at this size when the interval's half-width reaches ±{t}",
             "better": f"better than each{f' by > {t}' if claim.threshold else ''}: reproduced when the 95% "
                       f"interval of the gap lies below {'-' + t if claim.threshold else '0'}, not when above"
             }[claim.relation]
-    gate = claim.learned_on or claim.metric
-    floor = (f"; judged only when every variant is {FLOOR_REL_MARGIN:.0%} below the floor's {gate}"
-             if _lower(claim, gate) else
-             f"; judged only when every variant is {_floor_points(gate):g} points above the floor's {gate}"
-             + (f" and at least {claim.learned_min:g}" if claim.learned_min else ""))
+    floor = "".join(
+        (f"; judged only when every seed of every variant is {FLOOR_REL_MARGIN:.0%} below the floor's {gate}"
+         if _lower(claim, gate) else
+         f"; judged only when every seed of every variant is {_floor_points(gate):g} points above the floor's {gate}"
+         + (" (the better of the train and the test majority class)" if gate == "accuracy" else "")
+         + (f" and at least {claim.learned_min:g}" if claim.learned_min else "")) for gate in claim.gates)
     way = "lower" if claim.proxy in LOWER_IS_BETTER else "higher"
     proxy = (f"; while {_title(claim.metric)} is not learned, the same relation on the {PROXY_LABELS[claim.proxy]} "
              f"({way} is better), gated by its floor, gives a verdict labelled as that proxy" if claim.proxy else "")
@@ -183,7 +197,16 @@ class Gap:
     gap: float
     lo: float
     hi: float
-    method: str  # "paired seeds" | "unpaired seeds" | "one seed"
+    method: str  # "paired seeds" | "unpaired seeds" | "one seed" (+ ", paired bootstrap over N items")
+    seed_half: float = 0.0  # the seed part of the half-width (t over seeds; one seed: 0)
+    item_half: float = 0.0  # the item part (1.96 x the item error of the gap)
+    n_seeds: int = 1  # seeds the seed part is over (shared seeds, or the smaller side)
+    n_items: int | None = None  # evaluation items, where the rows say
+    floor_half: float = 0.0  # a half-width no size changes (one seed: SINGLE_SEED_MARGIN)
+
+    @property
+    def half(self) -> float:
+        return (self.hi - self.lo) / 2
 
 
 def _ratio_var(a: float, b: float, var_a: float, var_b: float) -> float:
@@ -208,8 +231,9 @@ def pair_gap(lower_is_better: bool, a_runs: list, b_runs: list) -> Gap:
         # each source of noise with its own quantile, as stats.combine: t over the seeds, normal for the
         # items (a t with n - 1 degrees of freedom on the item part would widen it 2x at 3 seeds for nothing)
         mean = statistics.fmean(gaps)
-        half = math.hypot(t95(n - 1) * math.sqrt(statistics.variance(gaps) / n), Z95 * math.sqrt(item))
-        return Gap(mean, mean - half, mean + half, "paired seeds")
+        seed_half, item_half = t95(n - 1) * math.sqrt(statistics.variance(gaps) / n), Z95 * math.sqrt(item)
+        half = math.hypot(seed_half, item_half)
+        return Gap(mean, mean - half, mean + half, "paired seeds", seed_half, item_half, n)
     a_vals, b_vals = [v for _, v, _ in a_runs], [v for _, v, _ in b_runs]
     a, b = statistics.fmean(a_vals), statistics.fmean(b_vals)
     ref = abs(b) or 1.0
@@ -220,10 +244,12 @@ def pair_gap(lower_is_better: bool, a_runs: list, b_runs: list) -> Gap:
     item = _item_var([(a, a_se, b, b_se)])
     gap = rel(a, b)
     if len(a_vals) > 1 and len(b_vals) > 1:
-        half = math.hypot(t95(min(len(a_vals), len(b_vals)) - 1) * math.sqrt(seeds), Z95 * math.sqrt(item))
-        return Gap(gap, gap - half, gap + half, "unpaired seeds")
+        n = min(len(a_vals), len(b_vals))
+        seed_half, item_half = t95(n - 1) * math.sqrt(seeds), Z95 * math.sqrt(item)
+        half = math.hypot(seed_half, item_half)
+        return Gap(gap, gap - half, gap + half, "unpaired seeds", seed_half, item_half, n)
     half = max(Z95 * math.sqrt(seeds + item), SINGLE_SEED_MARGIN)
-    return Gap(gap, gap - half, gap + half, "one seed")
+    return Gap(gap, gap - half, gap + half, "one seed", 0.0, Z95 * math.sqrt(item), 1, floor_half=SINGLE_SEED_MARGIN)
 
 
 def _item_var(pairs: list) -> float:
@@ -242,9 +268,43 @@ def decide(claim: Claim, g: Gap) -> str:
     elif claim.relation == "better":
         status = "reproduced" if g.hi < -t else "not reproduced" if g.lo > -t else "inconclusive"
     else:
-        status = ("reproduced" if -t < g.lo and g.hi < t else
-                  "not reproduced" if g.lo > t or g.hi < -t else "inconclusive")
+        wrong_side = (claim.lean == "worse" and g.hi < 0) or (claim.lean == "better" and g.lo > 0)
+        status = ("not reproduced" if g.lo > t or g.hi < -t or wrong_side else
+                  "reproduced" if -t < g.lo and g.hi < t else
+                  UNDECIDABLE if g.half >= t else "inconclusive")
     return status
+
+
+def size_needed(claim: Claim, g: Gap) -> str:
+    """In words: why a band claim is undecidable with the gap's interval `g` (its half-width reaches the band
+    ±t) and what size would bring the half-width under t. The rule: each part of the half-width scales as
+    1/sqrt(n) -- the seed part t95(n - 1) x sd / sqrt(n) with the seeds n (its t quantile recomputed), the item
+    part 1.96 x se_item with the evaluation items (se_item ~ 1/sqrt(N)); half = sqrt(seed^2 + item^2). Under t
+    is necessary, not sufficient: the gap itself must also sit inside the band."""
+    t = claim.threshold
+    seed, item, n = g.seed_half, g.item_half, g.n_seeds
+    parts = f"±{g.half:.1%}" + (f" (seeds ±{seed:.1%} over {n}, items ±{item:.1%}" +
+                                (f" over {g.n_items:,}" if g.n_items else "") + ")" if seed or item else "")
+    head = f"the 95% half-width this data reaches, {parts}, is at least the ±{_pct(t)} band, so its interval can "\
+           "never lie inside it"
+    if g.floor_half >= t:
+        return (f"{head}: one seed's interval is never narrower than ±{g.floor_half:.0%}; with 3 or more seeds of "
+                "each, shared, the seed spread can be measured")
+    ways = []
+    if item < t and seed > 0:  # more seeds, the items as now
+        sd = seed * math.sqrt(n) / t95(n - 1)
+        m = next((m for m in range(n + 1, 10_001) if math.hypot(t95(m - 1) * sd / math.sqrt(m), item) < t), None)
+        if m:
+            ways.append(f"~{m} seeds (items as now)")
+    if seed < t and item > 0:  # more items, the seeds as now
+        k = item ** 2 / (t ** 2 - seed ** 2)
+        ways.append(f"~{math.ceil(k * g.n_items):,} items (seeds as now)" if g.n_items
+                    else f"~{k:.1f}x the evaluation items (seeds as now)")
+    if not ways:
+        ways.append(f"both ~{(g.half / t) ** 2:.1f}x the seeds and the items")
+    return (f"{head}; each part of the half-width scales as 1/sqrt(n) (n: seeds for the seed part, items for "
+            f"the item part), so {' or '.join(ways)} would bring it under ±{_pct(t)} (necessary, not sufficient: "
+            "the gap must also sit inside the band)")
 
 
 def _direction(claim: Claim, other: str, g: Gap) -> str:
@@ -253,7 +313,9 @@ def _direction(claim: Claim, other: str, g: Gap) -> str:
     gap = round(g.gap, 4)  # as the finding's "gap" shows it
     way = f"{claim.subject} {abs(gap):.1%} {'worse' if gap > 0 else 'better'} than {other}"
     if claim.relation == "within":
-        return f"{way}, beyond the ±{t} band"
+        if g.lo > claim.threshold or g.hi < -claim.threshold:
+            return f"{way}, beyond the ±{t} band"
+        return f"{way}, on the other side of the paper's 'slightly {claim.lean}'"
     if claim.relation == "worse":
         return f"{way}, not worse by more than {t}" if claim.threshold else f"{way}, not worse"
     return f"{way}, not better by more than {t}" if claim.threshold else f"{way}, not better"
@@ -289,20 +351,23 @@ def _judge(claim: Claim, rows: list[dict]) -> tuple[dict, bool] | None:
             status = decide(claim, g)
             pairs.append({"other": other, "status": status, "gap": round(g.gap, 4),
                           "interval": [round(g.lo, 4), round(g.hi, 4)], "method": g.method,
-                          **({"direction": _direction(claim, other, g)} if status == "not reproduced" else {})})
+                          **({"direction": _direction(claim, other, g)} if status == "not reproduced" else {}),
+                          **({"needs": size_needed(claim, g)} if status == UNDECIDABLE else {})})
     if not pairs:
         return None
     statuses = [p["status"] for p in pairs]
-    status = next(s for s in ("not reproduced", "inconclusive", "reproduced") if s in statuses)
+    status = next(s for s in ("not reproduced", "inconclusive", UNDECIDABLE, "reproduced") if s in statuses)
     compared = [by_variant[v] for v in (claim.subject, *(p["other"] for p in pairs))]
     note = _not_learned(claim, compared, floors)
-    if note is None and not _floor_value(floors, claim.learned_on or claim.metric):
+    if note is None and not any(_floor_value(floors, m) for m in claim.gates):
         note = _at_chance(claim, compared) or _below_floor(claim, compared)
     learned = not note
     if note:
         status = "inconclusive"
     elif status == "not reproduced":
         note = "; ".join(p["direction"] for p in pairs if "direction" in p)
+    elif status == UNDECIDABLE:
+        note = "; ".join(f"{claim.subject} vs {p['other']}: {p['needs']}" for p in pairs if "needs" in p)
     ours = {claim.subject: _stat_dict(a), **{p["other"]: _stat_dict(row_stat(by_variant[p["other"]], claim.metric))
                                             for p in pairs}}
     return {"claim": claim.name, "text": claim.text, "table": claim.table, "benchmark": claim.benchmark,
@@ -365,27 +430,56 @@ def _floor_value(floors: list[dict], metric: str) -> tuple[float, str] | None:
 
 
 def _not_learned(claim: Claim, rows: list[dict], floors: list[dict]) -> str | None:
-    """Step 1 of the rule with a floor row: why the claim says nothing (a variant compared does not beat
-    the floor by the margin), or None when every one does or no floor row holds the gated metric."""
-    metric = claim.learned_on or claim.metric
+    """Step 1 of the rule with a floor row: why the claim says nothing (a seed of a variant compared does not
+    beat the floor by the margin, on any of the claim's `Claim.gates`), or None when every seed of every one
+    does or no floor row holds a gated metric."""
+    notes = [note for metric in claim.gates if (note := _seeds_below(claim, metric, rows, floors))]
+    return "; ".join(notes) or None
+
+
+def _majority(floor: float, run: dict | None) -> float:
+    """The majority-class floor of one seed's accuracy: the better of the floor row's (the train split's
+    majority class scored on the evaluated split, `floors.majority_accuracy` before it took the better of the
+    two) and the seed's own "chance_accuracy" (the evaluated split's majority class, `ClassifyTask.eval_metrics`)."""
+    chance = finite_number(((run or {}).get("metrics") or {}).get("chance_accuracy"))
+    return max(floor, chance) if chance is not None else floor
+
+
+def _seeds_below(claim: Claim, metric: str, rows: list[dict], floors: list[dict]) -> str | None:
+    """`_not_learned` on one gated metric: every seed of every row must clear the floor's line."""
     found = _floor_value(floors, metric)
     if found is None:
         return None
     floor, name = found
     lower = _lower(claim, metric)
-    line = floor * (1 - FLOOR_REL_MARGIN) if lower else floor + _floor_points(metric)
     least = 0.0 if lower else claim.learned_min  # an absolute bar above the floor's line (MT BLEU)
-    failed = []
+    failed, used = [], floor
     for r in rows:
-        s = stat(seed_values(r, metric))
-        if s is not None and not (s.mean < line if lower else s.mean > line and s.mean >= least):
-            failed.append(f"{r['variant']} {s.mean:.4g}")
+        runs = r.get("seeds") or [r]
+        bad = []
+        for run in runs:
+            v = _read(run, metric)
+            if v is None:
+                continue
+            f = _majority(floor, run) if metric == "accuracy" else floor
+            used = max(used, f)
+            line = f * (1 - FLOOR_REL_MARGIN) if lower else f + _floor_points(metric)
+            if not (v < line if lower else v > line and v >= least):
+                bad.append((run.get("seed"), v))
+        if bad and len(bad) < len(runs):  # some seeds only: name them
+            failed.append(f"{r['variant']} " + ", ".join(f"seed {sd} {v:.4g}" if sd is not None else f"{v:.4g}"
+                                                          for sd, v in bad) + f" (of {len(runs)} seeds)")
+        elif bad:  # every seed: their mean
+            failed.append(f"{r['variant']} {statistics.fmean(v for _, v in bad):.4g}")
     if not failed:
         return None
+    line = used * (1 - FLOOR_REL_MARGIN) if lower else used + _floor_points(metric)
+    if used > floor:
+        name = f"{name}: the better of the train majority, {floor:.4g}, and the test majority, {used:.4g}"
     need = (f"{metric} < {line:.4g}: {FLOOR_REL_MARGIN:.0%} below it" if lower
             else f"{metric} > {line:.4g}: {_floor_points(metric):g} points above it"
             + (f", and at least {least:g}" if least > line else ""))
-    return f"not learned: {', '.join(failed)} vs floor {floor:.4g} ({name}; a variant needs {need})"
+    return f"not learned: {', '.join(failed)} vs floor {used:.4g} ({name}; every seed needs {need})"
 
 
 def _at_chance(claim: Claim, rows: list[dict]) -> str | None:
@@ -449,8 +543,8 @@ def gate_note(row: dict, floors: list[dict], kind: str, claims: tuple[Claim, ...
     The "not learned: ..." notes, or None when it learned one (or no claim is gated by a floor)."""
     notes = []
     for claim in claims if claims is not None else CLAIMS:
-        metric = claim.learned_on or claim.metric
-        if not claim.applies_to(kind) or _floor_value(floors, metric) is None or row_stat(row, metric) is None:
+        if not claim.applies_to(kind) or not any(_floor_value(floors, m) is not None and row_stat(row, m) is not None
+                                                 for m in claim.gates):
             continue
         note = _not_learned(claim, [row], floors)
         if note is not None and claim.proxy and _floor_value(floors, claim.proxy) and row_stat(row, claim.proxy):
