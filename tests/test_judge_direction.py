@@ -128,3 +128,90 @@ def test_the_majority_floor_is_the_better_of_the_train_and_the_test_majority():
     assert found["status"] == "inconclusive"
     assert "vs floor 52.65 (majority class: the better of the train majority, 47.35, and the test majority, " \
            "52.65; every seed needs accuracy > 54.65" in found["note"]
+
+
+# ----------------------------------------------------------------------------- C: per-item records, paired
+def test_paired_bootstrap_equals_the_literal_pairing():
+    """One array per side and a difference of means: the bootstrap of the per-item differences, draw for draw."""
+    a = np.array([1, 1, 0, 1, 0, 1, 1, 0, 1, 1], float)
+    b = np.array([1, 0, 0, 1, 0, 1, 0, 0, 1, 1], float)
+    joint = S.paired_bootstrap_se([a, b], lambda s: s[0].mean() - s[1].mean(), n_boot=300, seed=3)
+    literal = S.bootstrap_se(a - b, np.mean, n_boot=300, seed=3)
+    assert joint == pytest.approx(literal, rel=1e-12)
+    with pytest.raises(ValueError):
+        S.paired_bootstrap_se([a, b[:5]], lambda s: 0.0)
+
+
+def _classify_row(variant, correct_per_seed, labels="0,1"):
+    seeds = []
+    for i, right in enumerate(correct_per_seed):
+        acc = 100.0 * float(np.mean(right))
+        se = S.bootstrap_se(100.0 * np.asarray(right, float), np.mean)
+        seeds.append({"seed": i, "metrics": {"accuracy": acc, "accuracy_se": se},
+                      "items": {"n": len(right), "count": [1] * len(right), "key": labels,
+                                "loss_sum": [0.5] * len(right), "correct": "".join("1" if r else "0" for r in right)}})
+    return {"variant": variant, "metrics": {"accuracy": statistics.fmean(s["metrics"]["accuracy"] for s in seeds)},
+            "seeds": seeds}
+
+
+def test_paired_interval_is_used_where_every_run_kept_items_and_is_narrower_when_items_correlate():
+    rng = np.random.default_rng(0)
+    n = 528
+    hard = rng.random(n) < 0.3  # items hard for every model: the shared difficulty
+    v = [(~hard) & (rng.random(n) < 0.95) for _ in range(3)]
+    fr = [(~hard) & (rng.random(n) < 0.9) for _ in range(3)]
+    claim = C.BY_NAME["t7-imdb-fr-above-v"]
+    rows = [_classify_row("FR", fr), _classify_row("V", v), _classify_row("linformer", v)]
+    paired = J.judge(claim, rows)["pairs"][0]
+    assert paired["method"] == "paired seeds, paired bootstrap over 528 items"
+    for r in rows:  # the same cells without their records: the old, unpaired item error
+        for s in r["seeds"]:
+            s.pop("items")
+    old = J.judge(claim, rows)["pairs"][0]
+    assert old["method"] == "paired seeds" and old["gap"] == paired["gap"]
+    width = [p["interval"][1] - p["interval"][0] for p in (paired, old)]
+    assert width[0] < width[1] / 1.3
+    # one run without its record: no pairing for the pair (it falls back to the old interval)
+    rows = [_classify_row("FR", fr), _classify_row("V", v), _classify_row("linformer", v)]
+    rows[1]["seeds"][2].pop("items")
+    assert J.judge(claim, rows)["pairs"][0]["method"] == "paired seeds"
+    rows = [_classify_row("FR", fr, labels="other"), _classify_row("V", v), _classify_row("linformer", v)]
+    assert J.judge(claim, rows)["pairs"][0]["method"] == "paired seeds"  # other items: not paired
+    assert "(paired seeds, paired bootstrap over 528 items)" in J.finding_line(
+        J.judge(claim, [_classify_row("FR", fr), _classify_row("V", v), _classify_row("linformer", v)]))
+
+
+def test_evaluations_keep_per_item_records_and_rows_carry_them():
+    from synthformer.evidence.paired import run_items, value
+    from synthformer.evidence.rows import aggregate
+    from synthformer.tasks.classify import ClassifyTask
+    from synthformer.tasks.lm import LMTask
+
+    losses = [np.array([[2.0, 4.0], [3.0, 2.0]]), np.array([[1.0, 1.0]])]
+    totals = {"loss_sum": 6.0, "count": 7, "item_losses": losses}
+    lm = LMTask().eval_metrics(dict(totals))
+    assert lm["items"] == {"n": 3, "loss_sum": [2.0, 3.0, 1.0], "count": [4, 2, 1]}
+    _, arr = run_items({"items": lm["items"]}, "ppl")
+    assert value("ppl", arr) == pytest.approx(lm["ppl"]) and value("loss", arr) == pytest.approx(lm["loss"])
+    cls = {"loss_sum": 6.0, "count": 3, "item_losses": [np.array([[2.0, 1.0], [3.0, 1.0], [1.0, 1.0]])],
+           "correct": 2, "item_correct": [np.array([1.0, 0.0, 1.0])], "label_counts": {0: 2, 1: 1},
+           "item_labels": [0, 1, 0]}
+    m = ClassifyTask().eval_metrics(cls)
+    assert m["items"]["correct"] == "101" and len(m["items"]["key"]) == 16
+    _, arr = run_items({"items": m["items"]}, "accuracy")
+    assert value("accuracy", arr) == pytest.approx(m["accuracy"])
+    seed = {"seed": 0, "params": 1, "metrics": {"accuracy": m["accuracy"]}, "items": m["items"], "tokens_per_s": 1.0,
+            "train_time_s": 1.0, "tokens": 1, "run": "r", "model": {}, "train": {}}
+    assert aggregate("V", [seed])["seeds"][0]["items"] == m["items"]
+    assert "items" not in aggregate("V", [{**seed, "items": None}])["seeds"][0]  # older cells: none
+
+
+def test_seq2seq_keeps_each_sentences_bleu_statistics_and_rouge_l():
+    from synthformer.evidence.paired import run_items, value
+    from synthformer.tasks.seq2seq import text_metrics
+
+    m = text_metrics(["the cat sat on the mat", "a dog runs fast"], ["the cat sat on a mat", "the dog runs"],
+                     n_boot=2, keep_items=True)
+    record = {"count": [3, 3], "loss_sum": [1.0, 1.0], "text": m["text_items"]}
+    assert value("bleu", run_items({"items": record}, "bleu")[1]) == pytest.approx(m["bleu"])
+    assert value("rougeL", run_items({"items": record}, "rougeL")[1]) == pytest.approx(m["rougeL"], abs=1e-2)

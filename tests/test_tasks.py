@@ -79,7 +79,8 @@ def test_evaluate_stops_at_max_batches_and_is_repeatable(task, kind, batches, ke
             yield b
 
     out = task.evaluate(model, counted(), TOK, max_batches=1, decode_examples=0)
-    assert set(out) == keys and len(seen) == 1
+    assert set(out) == keys | {"items"} and len(seen) == 1  # "items": the per-item record (paired gaps)
+    assert out["items"]["n"] == len(out["items"]["count"]) == len(out["items"]["loss_sum"])
     full = task.evaluate(model, batches(), TOK, decode_examples=0)
     assert full == task.evaluate(model, batches(), TOK, decode_examples=0)  # fixed masking generator
     with pytest.raises(ValueError, match="saw no batches"):

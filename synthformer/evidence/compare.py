@@ -371,8 +371,9 @@ def _candidate(plan: _Plan, data, cfg, model: dict, tag: str) -> Cell:
 def _seed_row(cell: Cell, run: Path, result: dict, base) -> dict:
     """One seed's row; with eval_test the test split is what is reported and judged (the sweep chose on
     validation)."""
-    return {"seed": cell.cfg.seed, "params": result["params"],
-            "metrics": scalars(result["test"] if base.eval_test else result["valid"]),
+    scored = result["test"] if base.eval_test else result["valid"]
+    return {"seed": cell.cfg.seed, "params": result["params"], "metrics": scalars(scored),
+            **({"items": scored["items"]} if isinstance(scored.get("items"), dict) else {}),  # per item: paired gaps
             "valid_metrics": scalars(result["valid"]), "tokens_per_s": result["tokens_per_s"],
             "hardware": result.get("hardware"), "train_time_s": result["train_time_s"], "tokens": result["tokens"],
             "run": str(run), "model": result["model"], "train": result["train"]}

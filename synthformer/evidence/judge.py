@@ -34,6 +34,10 @@ Every pair (subject A, other B) of a claim is judged on the **gap** = A's shortf
    * fewer than two seeds on a side: half-width ``max(1.96 * sqrt(var), SINGLE_SEED_MARGIN)`` -- one
      seed cannot show the training noise, so never narrower than 5%; item errors widen it.
 
+   Where every compared run kept its per-item record (``"items"``, new cells), ``1.96 * se_item`` is
+   replaced by the paired bootstrap's: item indices resampled jointly across A's and B's runs
+   (`synthformer.evidence.paired.gap_item_se`), the pair's ``method`` then ending ", paired bootstrap over N
+   items". Otherwise (older cells):
    ``se_item`` is the evaluation-item error of the gap from the per-seed ``M_se`` (bootstrap standard
    error over evaluation items) of A and B, by the delta method, averaged over seeds without
    dividing by their number (the seeds share the evaluation items, so that error does not average
@@ -120,8 +124,8 @@ def rule_text(claim: Claim) -> str:
     proxy = (f"; while {_title(claim.metric)} is not learned, the same relation on the {PROXY_LABELS[claim.proxy]} "
              f"({way} is better), gated by its floor, gives a verdict labelled as that proxy" if claim.proxy else "")
     return (f"{claim.subject} {what} ({'lower' if claim.lower_is_better else 'higher'} {claim.metric} counts as "
-            f"better); interval: t over paired seeds plus item errors, at least ±{SINGLE_SEED_MARGIN:.0%} "
-            "with one seed" + ("" if claim.metric in BESIDE_METRICS else floor) + proxy)
+            f"better); interval: t over paired seeds plus item errors (a paired bootstrap over the items where every "
+            f"compared run kept them), at least ±{SINGLE_SEED_MARGIN:.0%} with one seed" + ("" if claim.metric in BESIDE_METRICS else floor) + proxy)
 
 
 def _title(metric: str) -> str:
@@ -214,9 +218,37 @@ def _ratio_var(a: float, b: float, var_a: float, var_b: float) -> float:
     return (var_a + (a / b) ** 2 * var_b) / b ** 2
 
 
-def pair_gap(lower_is_better: bool, a_runs: list, b_runs: list) -> Gap:
+def pair_gap(lower_is_better: bool, a_runs: list, b_runs: list, metric: str = "", a_row: dict | None = None,
+             b_row: dict | None = None) -> Gap:
     """The gap of subject A against other B and its 95% interval (module docstring, step 2), from
-    `seed_runs` of each."""
+    `seed_runs` of each. With `metric` and the rows, where every compared run kept its per-item record the item
+    part is the paired bootstrap's (`paired.gap_item_se`) instead of the runs' own item errors."""
+    gap = _pair_gap(lower_is_better, a_runs, b_runs)
+    if not metric or a_row is None or b_row is None:
+        return gap
+    from .paired import gap_item_se
+
+    a_all = [r for r in a_row.get("seeds") or [a_row] if _read(r, metric) is not None]
+    b_all = [r for r in b_row.get("seeds") or [b_row] if _read(r, metric) is not None]
+    if gap.method == "paired seeds":
+        b_by_seed = {r.get("seed"): r for r in b_all if r.get("seed") is not None}
+        a_all = [r for r in a_all if r.get("seed") in b_by_seed]
+        b_all = [b_by_seed[r.get("seed")] for r in a_all]
+    found = gap_item_se(metric, lower_is_better, a_all, b_all, gap.method == "paired seeds")
+    if found is None:
+        return gap
+    se, n_items = found
+    item_half = Z95 * se
+    if gap.method == "one seed":
+        half = max(math.hypot(gap.seed_half, item_half), SINGLE_SEED_MARGIN)
+    else:
+        half = math.hypot(gap.seed_half, item_half)
+    return replace(gap, lo=gap.gap - half, hi=gap.gap + half, method=f"{gap.method}, paired bootstrap over "
+                   f"{n_items:,} items", item_half=item_half, n_items=n_items)
+
+
+def _pair_gap(lower_is_better: bool, a_runs: list, b_runs: list) -> Gap:
+    """`pair_gap` with the runs' own item errors (unpaired: their variances add)."""
     sign = 1.0 if lower_is_better else -1.0
 
     def rel(a, b):
@@ -249,7 +281,8 @@ def pair_gap(lower_is_better: bool, a_runs: list, b_runs: list) -> Gap:
         half = math.hypot(seed_half, item_half)
         return Gap(gap, gap - half, gap + half, "unpaired seeds", seed_half, item_half, n)
     half = max(Z95 * math.sqrt(seeds + item), SINGLE_SEED_MARGIN)
-    return Gap(gap, gap - half, gap + half, "one seed", 0.0, Z95 * math.sqrt(item), 1, floor_half=SINGLE_SEED_MARGIN)
+    return Gap(gap, gap - half, gap + half, "one seed", Z95 * math.sqrt(seeds), Z95 * math.sqrt(item), 1,
+               floor_half=SINGLE_SEED_MARGIN)
 
 
 def _item_var(pairs: list) -> float:
@@ -291,7 +324,7 @@ def size_needed(claim: Claim, g: Gap) -> str:
         return (f"{head}: one seed's interval is never narrower than ±{g.floor_half:.0%}; with 3 or more seeds of "
                 "each, shared, the seed spread can be measured")
     ways = []
-    if item < t and seed > 0:  # more seeds, the items as now
+    if item < t and seed > 0 and n >= 2:  # more seeds, the items as now
         sd = seed * math.sqrt(n) / t95(n - 1)
         m = next((m for m in range(n + 1, 10_001) if math.hypot(t95(m - 1) * sd / math.sqrt(m), item) < t), None)
         if m:
@@ -347,7 +380,7 @@ def _judge(claim: Claim, rows: list[dict]) -> tuple[dict, bool] | None:
     for other in claim.others:
         b_runs = seed_runs(by_variant[other], claim.metric) if other in by_variant else []
         if b_runs:
-            g = pair_gap(claim.lower_is_better, a_runs, b_runs)
+            g = pair_gap(claim.lower_is_better, a_runs, b_runs, claim.metric, a_row, by_variant[other])
             status = decide(claim, g)
             pairs.append({"other": other, "status": status, "gap": round(g.gap, 4),
                           "interval": [round(g.lo, 4), round(g.hi, 4)], "method": g.method,
@@ -587,6 +620,7 @@ def finding_line(f: dict, words: bool = False) -> str:
     else:
         gaps = ", ".join(f"{next(iter(f['ours']))} vs {p['other']} {p['gap']:+.1%}"
                          + (f" [{p['interval'][0]:+.1%}, {p['interval'][1]:+.1%}]" if p.get("interval") else "")
+                         + (f" ({p['method']})" if p.get("method") else "")  # which interval: paired bootstrap or not
                          for p in f["pairs"])
         gaps = f"; shortfall {gaps}" if gaps else ""
     return (f"**{f['status']}**: {f['text']} [{f['table']}, {f['benchmark']}; `{f['claim']}`]. "

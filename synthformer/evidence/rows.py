@@ -48,8 +48,9 @@ def aggregate(name: str, per_seed: list[dict]) -> dict:
             "interval": intervals(per_seed), "tokens_per_s": tps.mean, "tokens_per_s_std": tps.std,
             "train_time_s": stat([r["train_time_s"] for r in per_seed]).mean, "tokens": first["tokens"],
             "n_seeds": len(per_seed), "run": first["run"], "runs": [r["run"] for r in per_seed],
-            "seeds": [{k: r.get(k) for k in ("seed", "metrics", "valid_metrics", "tokens_per_s", "hardware",
-                                             "train_time_s", "tokens", "run")} for r in per_seed],
+            "seeds": [{**{k: r.get(k) for k in ("seed", "metrics", "valid_metrics", "tokens_per_s", "hardware",
+                                                "train_time_s", "tokens", "run")},
+                       **({"items": r["items"]} if r.get("items") else {})} for r in per_seed],  # per-item record
             "model": first["model"], "train": first["train"]}
 
 

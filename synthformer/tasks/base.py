@@ -96,7 +96,7 @@ class Task:
         """Metrics of an evaluation from its totals; default: mean loss per prediction (with its SE)
         and the count."""
         return {"loss": totals["loss_sum"] / totals["count"], "count": totals["count"],
-                "loss_se": loss_ses(totals)["loss_se"]}
+                "loss_se": loss_ses(totals)["loss_se"], "items": loss_items(totals)}
 
 
 def add_losses(totals: dict, logits: Tensor, targets: Tensor, ignore: int) -> None:
@@ -124,6 +124,16 @@ def loss_ses(totals: dict, n_boot: int = N_BOOT) -> dict:
 
     ses = bootstrap_ses(items, {"loss": loss, "ppl": lambda s: perplexity(loss(s))}, n_boot=n_boot)
     return {"loss_se": ses["loss"], "ppl_se": ses["ppl"]}
+
+
+def loss_items(totals: dict) -> dict:
+    """The per-item record an evaluation keeps in its metrics ("items"), so that two variants scored on the same
+    items can be compared item by item (`synthformer.evidence.paired`): {"n": items, "loss_sum": [each item's
+    summed loss, 4 decimals], "count": [its predictions]}; the counts double as the items' fingerprint."""
+    import numpy as np  # train extra: imported when used, so the core install runs on torch alone
+    items = np.concatenate(totals["item_losses"])  # (N, 2)
+    return {"n": len(items), "loss_sum": [round(float(x), 4) for x in items[:, 0]],
+            "count": [int(c) for c in items[:, 1]]}
 
 
 def to_device(batch: Batch, device) -> Batch:

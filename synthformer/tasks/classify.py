@@ -10,12 +10,13 @@ segment (token type) embeddings: the <sep> token and the positions tell the side
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 
 
 from ..data import DataError, SequenceBatches, encode_labelled
 from ..errors import ConfigError
 from ..utils.stats import bootstrap_se
-from .base import IGNORE, Task, add_losses, loss_ses
+from .base import IGNORE, Task, add_losses, loss_items, loss_ses
 
 POOLINGS = ("mean", "cls")  # ModelConfig.pooling values
 
@@ -80,6 +81,7 @@ class ClassifyTask(Task):
         counts = totals.setdefault("label_counts", {})
         for label in labels.tolist():
             counts[label] = counts.get(label, 0) + 1
+            totals.setdefault("item_labels", []).append(int(label))
 
     def eval_metrics(self, totals, **options):
         import numpy as np  # train extra: imported when used, so the core install runs on torch alone
@@ -89,7 +91,11 @@ class ClassifyTask(Task):
         return {"loss": totals["loss_sum"] / count, "accuracy": 100.0 * totals["correct"] / count,
                 "chance_accuracy": 100.0 * majority / count,  # always answering the most frequent label
                 "examples": count, "loss_se": loss_ses(totals)["loss_se"],
-                "accuracy_se": bootstrap_se(100.0 * right, np.mean)}
+                "accuracy_se": bootstrap_se(100.0 * right, np.mean),
+                # per item: "1" where the argmax is the label; "key" fingerprints the labels (the same items)
+                "items": {**loss_items(totals), "correct": "".join("1" if r else "0" for r in right),
+                          "key": hashlib.sha256(",".join(map(str, totals.get("item_labels", []))).encode()
+                                                ).hexdigest()[:16]}}
 
 
 def pair_splits(splits):

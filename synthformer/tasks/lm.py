@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..data import LMBatches, encode_lm
-from .base import Task, loss_ses, perplexity
+from .base import Task, loss_items, loss_ses, perplexity
 
 
 class LMTask(Task):
@@ -33,7 +33,8 @@ class LMTask(Task):
 
     def eval_metrics(self, totals, **options):
         loss = totals["loss_sum"] / totals["count"]
-        return {"loss": loss, "ppl": perplexity(loss), "eval_tokens": totals["count"], **loss_ses(totals)}
+        return {"loss": loss, "ppl": perplexity(loss), "eval_tokens": totals["count"], **loss_ses(totals),
+                "items": loss_items(totals)}
 
 
 def model_pad_id(model) -> int:

@@ -11,7 +11,7 @@ import torch
 
 from ..data.tokenizer import MASK, SPECIALS
 from ..errors import ConfigError
-from .base import IGNORE, add_losses, loss_ses, perplexity  # IGNORE: the target of positions not selected
+from .base import IGNORE, add_losses, loss_items, loss_ses, perplexity  # IGNORE: the target of positions not selected
 from .lm import LMTask
 
 
@@ -72,4 +72,5 @@ class MLMTask(LMTask):
     def eval_metrics(self, totals, **options):
         loss = totals["loss_sum"] / totals["count"]
         return {"loss": loss, "ppl": perplexity(loss), "masked_tokens": totals["count"],
-                "masked_accuracy": 100.0 * totals.get("correct", 0) / totals["count"], **loss_ses(totals)}
+                "masked_accuracy": 100.0 * totals.get("correct", 0) / totals["count"], **loss_ses(totals),
+                "items": loss_items(totals)}

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..data import SequenceBatches, encode_pairs
 from ..utils.stats import N_BOOT, bootstrap_ses
-from .base import Task, device_of, loss_ses, perplexity, to_device
+from .base import Task, device_of, loss_items, loss_ses, perplexity, to_device
 from .lm import model_pad_id
 
 if TYPE_CHECKING:
@@ -59,10 +59,12 @@ class Seq2SeqTask(Task):
 
     def eval_metrics(self, totals, *, decode_of=None, **options):
         loss, count = totals["loss_sum"] / totals["count"], totals["count"]
-        out = {"loss": loss, "ppl": perplexity(loss), "eval_tokens": count, **loss_ses(totals)}
+        out = {"loss": loss, "ppl": perplexity(loss), "eval_tokens": count, **loss_ses(totals),
+               "items": loss_items(totals)}
         hyps, refs = totals.get("hyps", []), totals.get("refs", [])
         if hyps:
-            out.update(text_metrics(hyps, refs))
+            out.update(text_metrics(hyps, refs, keep_items=True))
+            out["items"]["text"] = out.pop("text_items")
             out["decoded_of"] = len(hyps) if decode_of is None else int(decode_of)  # == decoded: the whole split
             out["examples"] = [{"hyp": h, "ref": r} for h, r in zip(hyps[:3], refs[:3])]
         return out
@@ -134,13 +136,17 @@ def text_scores(stats: np.ndarray) -> dict:
             **{k: 100.0 * float(v) / max(1, len(stats)) for k, v in zip(ROUGE, total[chrf_end:])}}
 
 
-def text_metrics(hyps: list[str], refs: list[str], n_boot: int = N_BOOT) -> dict:
+def text_metrics(hyps: list[str], refs: list[str], n_boot: int = N_BOOT, keep_items: bool = False) -> dict:
     """Corpus BLEU and chrF (sacrebleu, default settings) and mean ROUGE-1, ROUGE-2 and ROUGE-L F1 (rouge-score
     with the Porter stemmer), all in 0..100, each with its bootstrap standard error over sentences
-    ("bleu_se", ...; `n_boot` resamples, 0: none), and "decoded" (how many sentence pairs)."""
+    ("bleu_se", ...; `n_boot` resamples, 0: none), and "decoded" (how many sentence pairs). `keep_items`: also
+    "text_items", each sentence's BLEU statistics (10 counts) and ROUGE-L F1 (4 decimals), {"bleu": [[...]],
+    "rougeL": [...]}, for paired comparisons (`synthformer.evidence.paired`)."""
     stats = text_item_stats(hyps, refs)  # (N, 31)
     out = text_scores(stats)
+    kept = {"text_items": {"bleu": [[int(round(x)) for x in row[:_BLEU_COLS]] for row in stats],
+                           "rougeL": [round(float(x), 4) for x in stats[:, -1]]}} if keep_items else {}
     if n_boot and len(hyps):
         ses = bootstrap_ses(stats, {k: (lambda s, k=k: text_scores(s)[k]) for k in out}, n_boot=n_boot)
         out.update({f"{k}_se": v for k, v in ses.items()})
-    return {**out, "decoded": len(hyps)}
+    return {**out, "decoded": len(hyps), **kept}
