@@ -1,7 +1,7 @@
-"""`make demo` / `python -m synthformer.cli.demo`: the main job at a size that learns in about 10 minutes on a
-2-core CPU, `synthformer compare` on real conversations with settings chosen by measurement (docs/recipe.md,
-"The demo"): Table 2's sharpest contrast, training R matters (Fix worse than R), with every variant past its
-floor.
+"""`make demo` / `python -m synthformer.cli.demo`: the main job at a size that learns in a few minutes on a
+2-core CPU (218-247 s measured), `synthformer compare` on real conversations with settings chosen by
+measurement (docs/recipe.md, "The demo"): Table 2's sharpest contrast, training R matters (Fix worse than R),
+with every variant past its floor.
 
 Why these settings: at compare's default (BPE tokens, 400 steps of 16 x 128) every variant ends near perplexity
 230-270 against a Kneser-Ney bigram floor of about 81, so every finding read "not learned". On characters the
@@ -32,7 +32,7 @@ def epilogue() -> str:
     installed package too)."""
     from ..reproduce.registry import NAMES
 
-    lines = ["", "This was a 10-minute slice. The paper's tables at a size that learns them (cpu budget; "
+    lines = ["", "This was a few-minute slice. The paper's tables at a size that learns them (cpu budget; "
              "`synthformer reproduce --list` for all budgets):"]
     for name, module in NAMES.items():
         lines.append(f"  synthformer reproduce {name} --budget cpu   # {module.SPEC.minutes['cpu']}")

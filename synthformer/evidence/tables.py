@@ -19,7 +19,7 @@ SIZING = "reproductions/NOTES.md (section 'Sizing')"  # measured model sizes and
 # The same pointer for compare's own report, which an installed package prints too (it has no reproductions/)
 INSTALLED_SIZING = ("`synthformer reproduce --list` (each table's cpu budget is a size and a step count measured to "
                     "clear its floors, e.g. table2's LM: d=128, 4 layers, 3,000 steps); `make demo` is one that "
-                    "clears it in about 10 minutes")
+                    "clears it in a few minutes")
 
 
 def floor_line(rows: list[dict], task: str, sizing: str = SIZING) -> str | None:
