@@ -407,7 +407,8 @@ def _report_text(base, results: dict, own_table: bool = False, log=None) -> str:
     seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}..{seeds[-1]}"
     title = "# synthformer compare" if pending is None else f"# Interim ({results['created']}), synthformer compare"
     shape = shape_text(rows[0]["model"]) if rows and rows[0].get("model") else f"preset {base.preset}"
-    header = (f"{title}: {base.task} on {base.data} (task kind {kind}), {shape}, "
+    data = f"{base.data} as {base.tokenizer} tokens" if own_table and base.tokenizer != "bpe" else base.data
+    header = (f"{title}: {base.task} on {data} (task kind {kind}), {shape}, "
               f"{base.steps} steps x {base.batch_size} sequences, {seed_text}\n")
     if pending is not None:
         header += (f"\nFinished: {', '.join(r['variant'] for r in rows)}. Still running or not started: "
