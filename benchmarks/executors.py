@@ -2,7 +2,7 @@
 trained from scratch into a fresh folder with --jobs 1, --jobs 2 and --executor ray, one after another in this
 run. Prints the CPU, the load average before each, the wall times and the ratios. Run it on an idle machine:
 
-    python benchmarks/executors.py [--budget smoke] [--jobs 2]
+    python benchmarks/executors.py [--budget smoke] [--jobs 2] [--compare-steps 300]
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def cpu_name() -> str:
 
 def timed(args: list[str], out: str) -> float:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "synthformer", "reproduce", *args, "--out", out],
+    proc = subprocess.run([sys.executable, "-m", "synthformer", *args, "--out", out],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"failed: {' '.join(args)}\n{proc.stderr[-2000:]}")
@@ -38,13 +38,21 @@ def main() -> None:
     p.add_argument("--budget", default="smoke")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--no-ray", action="store_true")
+    p.add_argument("--compare-steps", type=int, default=0,
+                   help="instead of reproduce: `compare` of V, Fix, R, FR (one seed each, tiny, chitchat) at this "
+                        "many steps, cells long enough for the workers' start-up to matter less")
     opts = p.parse_args()
-    base = [opts.name, "--budget", opts.budget]
+    base = ["reproduce", opts.name, "--budget", opts.budget]
+    what = f"reproduce {opts.name} --budget {opts.budget}"
+    if opts.compare_steps:
+        base = ["compare", "--variants", "V,Fix,R,FR", "--seeds", "1", "--steps", str(opts.compare_steps),
+                "--eval_every", str(opts.compare_steps), "--progress", "false"]
+        what = f"compare V,Fix,R,FR x 1 seed, {opts.compare_steps} steps (tiny, chitchat)"
     runs = [("jobs 1", ["--jobs", "1"]), (f"jobs {opts.jobs}", ["--jobs", str(opts.jobs)])]
     if not opts.no_ray:
         runs.append(("ray", ["--executor", "ray"]))
     print(f"CPU: {cpu_name()}, {os.cpu_count()} cores; python {platform.python_version()}; "
-          f"reproduce {opts.name} --budget {opts.budget}, every cell trained from scratch")
+          f"{what}, every cell trained from scratch")
     times = {}
     with tempfile.TemporaryDirectory() as tmp:
         for label, extra in runs:
