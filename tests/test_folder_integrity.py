@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_in_process
 from test_compare import TINY, compare_main, dialogue  # noqa: F401  (the dialogue fixture)
 
 from synthformer.utils.integrity import DIGESTS, RecordError, read_recorded, record_files, trust_unverified

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from ..errors import SynthformerError
-from ..utils.integrity import (CheckpointError, atomic_write_json, atomic_write_text, fsync_dir, remove_stale_temps,
+from ..utils.integrity import (CheckpointError, atomic_write_json, fsync_dir, remove_stale_temps,
                                write_manifest)
 from .lock import reading, remove_unless_read
 from ..model.io import write_model_files
