@@ -7,7 +7,7 @@ speed) and its curve (the rows of metrics.jsonl), a few KB to a few tens of KB, 
 itself (weights, checkpoints: hundreds of KB to MB, never committed). A later comparison in the same
 folder whose run folder is absent (a fresh clone holding only the committed cells, settings.json and
 floor.json) takes the cell instead of training it again, after the same check of its training config
-as a finished run folder (`compare.check_cell`). So `synthformer reproduce NAME --out DIR` on a folder
+as a finished run folder (`grid.check_cell`). So `synthformer reproduce NAME --out DIR` on a folder
 holding some cells trains only the missing ones.
 
 What a cell cannot give is the trained model: steps after a grid that open the weights (the figures'

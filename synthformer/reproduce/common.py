@@ -79,9 +79,9 @@ class Spec:
     minutes: dict  # budget -> estimated wall time in words, e.g. {"smoke": "< 1 min", ...}
     seeds: dict  # budget -> default seeds per variant (None: compare's default, see AUTO_SEEDS)
     sources: tuple  # registry sources it needs (checked before any training)
-    tables: tuple  # claim tables (synthformer.evidence.claims) whose claims the report lists
+    tables: tuple  # claim tables (synthformer.evidence.paper.claims) whose claims the report lists
     differences: str  # how this setting differs from the paper's, and so what can be compared
-    extra_claims: tuple = ()  # (id, table, text) of claims checked here that synthformer.evidence.claims lacks
+    extra_claims: tuple = ()  # (id, table, text) of claims checked here that synthformer.evidence.paper.claims lacks
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class Section:
 
     title: str
     body: str
-    findings: list = field(default_factory=list)  # structured findings from synthformer.evidence.claims
+    findings: list = field(default_factory=list)  # structured findings from synthformer.evidence.judge
     extra: list = field(default_factory=list)  # module-judged claims: {claim, table, text, status, detail}
     kinds: tuple = ()  # task kinds of its grids (which claims apply)
     variants: tuple = ()  # variants it ran
