@@ -30,7 +30,7 @@ from pathlib import Path
 
 from .._optional import require
 from ..errors import ConfigError, SynthformerError
-from .grid import Cell, Grid, GridError, InProcess
+from .grid import Grid, GridError, InProcess
 
 EXECUTORS = ("local", "ray")
 RETRIES = 2  # a cell whose worker died is tried this many more times
@@ -101,11 +101,11 @@ class Progress:
     """One bar for the cells a grid trains: done / total, running, failed, ETA; each cell's own progress is in
     its log file."""
 
-    def __init__(self, total: int, log):
+    def __init__(self, total: int):
         from tqdm.auto import tqdm
 
         self.bar = tqdm(total=total, desc="grid", unit="cell", file=sys.stderr, dynamic_ncols=True)
-        self.log, self.running, self.failed = log, 0, 0
+        self.running, self.failed = 0, 0
 
     def update(self, done: int = 0, running: int | None = None, failed: int = 0, line: str | None = None):
         self.running = self.running if running is None else running
@@ -138,7 +138,7 @@ class LocalJobs:
         ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch's threads
         tries, errors, queue = [0] * len(jobs), {}, deque(range(len(jobs)))
         workers: list[list] = []  # [process, connection, the job it trains or None]
-        bar = Progress(len(jobs), grid.log)
+        bar = Progress(len(jobs))
         try:
             while queue or any(w[2] is not None for w in workers):
                 for w in workers:  # give idle workers work, starting workers as needed
@@ -236,7 +236,7 @@ class RayExecutor:
         jobs = jobs_of(grid, cells)
         refs = {task.options(num_cpus=max(1, job.cfg.threads or 1), num_gpus=self.gpus_per_cell or 0,
                              name=job.label).remote(job): i for i, job in enumerate(jobs)}
-        errors, bar, started = {}, Progress(len(jobs), grid.log), time.time()
+        errors, bar, started = {}, Progress(len(jobs)), time.time()
         try:
             while refs:
                 ready, _ = ray.wait(list(refs), num_returns=1, timeout=1.0)
@@ -277,4 +277,4 @@ def make_executor(executor: str = "local", jobs: int = 1, address: str | None = 
     return InProcess() if jobs == 1 else LocalJobs(jobs)
 
 
-__all__ = ["Cell", "InProcess", "LocalJobs", "RayExecutor", "make_executor", "run_job"]
+__all__ = ["InProcess", "LocalJobs", "RayExecutor", "make_executor", "run_job"]
