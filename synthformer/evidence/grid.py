@@ -14,9 +14,9 @@ overrides and where its data comes from. `Grid.run` returns its result, taking t
 
 Every finished run is checked against what the grid asks of it (`check_cell`: the training config but its
 cadence, and the model) before it is used, and kept as its cell. `compare`, the fine-tuning suite and every
-`reproduce` name run their cells through this engine; how cells are executed is an `Executor`'s job (today
-`InProcess`: one after another in this process), so that parallel executors need no change in the
-experiments. The folder's own settings (``settings.json``) are checked here too (`check_settings`).
+`reproduce` name run their cells through this engine; how cells are executed is an `Executor`'s job
+(`InProcess`, one after another in this process, or `synthformer.evidence.executors`: worker processes, Ray),
+so the experiments do not change with the executor. The folder's own settings (``settings.json``) are checked here too (`check_settings`).
 """
 from __future__ import annotations
 
@@ -106,6 +106,7 @@ class Grid:
         todo = [i for i, found in enumerate(out) if found is None]
         if self.interim or not todo:
             return out
+
         def done(k: int, result: dict, rows: list | None) -> None:  # kept as soon as it finishes
             i = todo[k]
             save_cell(self.out, cells[i].run, result, rows)
