@@ -14,13 +14,9 @@ import sys
 import tempfile
 import time
 
+import torch
 
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown CPU"
+from synthformer.training.distributed import device_name
 
 
 def timed(args: list[str], out: str) -> float:
@@ -51,7 +47,7 @@ def main() -> None:
     runs = [("jobs 1", ["--jobs", "1"]), (f"jobs {opts.jobs}", ["--jobs", str(opts.jobs)])]
     if not opts.no_ray:
         runs.append(("ray", ["--executor", "ray"]))
-    print(f"CPU: {cpu_name()}, {os.cpu_count()} cores; python {platform.python_version()}; "
+    print(f"CPU: {device_name(torch.device('cpu'))}, {os.cpu_count()} cores; python {platform.python_version()}; "
           f"{what}, every cell trained from scratch")
     times = {}
     with tempfile.TemporaryDirectory() as tmp:

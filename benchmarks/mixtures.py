@@ -13,21 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 
 import torch
 
 from synthformer.attention.kernels import paths
+from synthformer.training.distributed import device_name
 from synthformer.bench.cases import layer_case, model_case
 from synthformer.bench.measure import PeakMeter, matmul_gflops, run_cases
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown"
 
 
 def route_of(variant: str, length: int, d: int, h: int) -> str:
@@ -66,7 +58,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     cpu = torch.device("cpu")
-    print(f"CPU: {cpu_name()}; torch {torch.__version__}; threads {torch.get_num_threads()}; "
+    print(f"CPU: {device_name(torch.device('cpu'))}; torch {torch.__version__}; threads {torch.get_num_threads()}; "
           f"fp32 matmul {matmul_gflops(cpu, torch.float32)} GFLOP/s")
     variants = args.variants.split(",")
     rows = []
@@ -116,7 +108,7 @@ def main() -> None:
     if args.jsonl:
         with open(args.jsonl, "a") as f:
             for row in rows:
-                f.write(json.dumps(dict(row, cpu=cpu_name(), torch=torch.__version__,
+                f.write(json.dumps(dict(row, cpu=device_name(torch.device("cpu")), torch=torch.__version__,
                                         threads=args.threads, d=args.d, heads=args.heads)) + "\n")
 
 

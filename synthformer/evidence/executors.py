@@ -119,6 +119,16 @@ class Progress:
         self.bar.close()
 
 
+def _settle(outcome: tuple, i: int, label: str, done, errors: dict, bar, after: str = "") -> None:
+    """A worker's outcome for cell `i`: its result handed to `done`, or its one-line error kept."""
+    if outcome[0] == "ok":
+        done(i, *outcome[1])
+        bar.update(done=1, line=f"{label}: done{after}")
+    else:
+        errors[i] = outcome[1]
+        bar.update(failed=1, line=errors[i])
+
+
 def _raise_failures(errors: dict[int, str]) -> None:
     if errors:
         lines = [errors[i] for i in sorted(errors)]
@@ -165,12 +175,8 @@ class LocalJobs:
                         else:
                             errors[i] = f"{jobs[i].label}: its worker died {tries[i]} times (exit {w[0].exitcode})"
                             bar.update(failed=1, line=errors[i])
-                    elif outcome[0] == "ok":
-                        done(i, *outcome[1])
-                        bar.update(done=1, line=f"{jobs[i].label}: done")
                     else:
-                        errors[i] = outcome[1]
-                        bar.update(failed=1, line=errors[i])
+                        _settle(outcome, i, jobs[i].label, done, errors, bar)
                 bar.update(running=sum(w[2] is not None for w in workers))
         finally:
             self._stop(workers)
@@ -247,12 +253,7 @@ class RayExecutor:
                         outcome = ray.get(ref)
                     except ray.exceptions.RayError as e:  # the worker was lost more than `retries` times
                         outcome = ("error", f"{jobs[i].label}: {type(e).__name__} after {self.retries + 1} tries")
-                    if outcome[0] == "ok":
-                        done(i, *outcome[1])
-                        bar.update(done=1, line=f"{jobs[i].label}: done ({time.time() - started:.0f}s)")
-                    else:
-                        errors[i] = outcome[1]
-                        bar.update(failed=1, line=errors[i])
+                    _settle(outcome, i, jobs[i].label, done, errors, bar, f" ({time.time() - started:.0f}s)")
         finally:
             for ref in refs:  # the driver interrupted: cancel what is left
                 ray.cancel(ref, force=True)

@@ -89,8 +89,7 @@ def table_markdown(rows: list[dict], task: str, baseline: str = "V", kind: str |
             cells.append("—")
         machines = _machines(r)
         cells.append(_fmt_stat(r, "tokens_per_s", "{:,.0f}") if len(machines) == 1 else "—")
-        cells.append(f"{r['tokens_per_s'] / base['tokens_per_s']:.2f}x"
-                     if base and len(machines) == 1 and machines == _machines(base) else "—")
+        cells.append(_speed_ratio(r, base, machines))
         cells += [_fmt(v) for v in paper_columns(kind, r["variant"]).values()]
         lines.append("| " + " | ".join(cells) + " |")
     for f in floors:
@@ -105,17 +104,7 @@ def table_markdown(rows: list[dict], task: str, baseline: str = "V", kind: str |
     elif seeds > 1:
         notes.append(f"Our metrics: mean ± sample std over {seeds} seeds (each variant trained once per seed "
                      "on the same data); Δ and speed compare means.")
-    if floors:
-        notes.append("The floor row is a trivial baseline on the same data and tokens (e.g. a Kneser-Ney bigram "
-                     "for LM, the majority class for classification): a variant not beating it learned nothing "
-                     "a claim can be read from.")
-    machines = set().union(*(_machines(r) for r in rows))
-    if len(machines) > 1:
-        named = "; ".join(sorted(m or "not recorded" for m in machines))
-        notes.append(f"The training runs ran on different machines ({named}): tokens/s and speed are shown only "
-                     f"where a variant's runs and {baseline}'s all ran on one of them.")
-    if paper_titles:
-        notes.append(f"Columns marked *paper:* are {LABEL} ({CITATION}); compare orderings, not values.")
+    notes += _shared_notes(rows, floors, baseline, paper_titles)
     return "\n".join(lines + ([""] + notes if notes else []))
 
 
@@ -170,8 +159,7 @@ def compare_table_markdown(rows: list[dict], task: str, baseline: str = "V", kin
         cells.append(_change(m.get(main_key), b, main_key, main_spec))
         machines = _machines(r)
         cells.append(_fmt(r.get("tokens_per_s"), "{:,.0f}") if len(machines) == 1 else "—")
-        cells.append(f"{r['tokens_per_s'] / base['tokens_per_s']:.2f}x"
-                     if base and len(machines) == 1 and machines == _machines(base) else "—")
+        cells.append(_speed_ratio(r, base, machines))
         cells += [_fmt(v) for v in paper_columns(kind, r["variant"]).values()]
         lines.append("| " + " | ".join(cells) + " |")
     for f in floors:
@@ -193,6 +181,20 @@ def compare_table_markdown(rows: list[dict], task: str, baseline: str = "V", kin
     warning = few_seeds_warning(rows)
     if warning:
         notes.append(f"**{warning}**")
+    notes += _shared_notes(rows, floors, baseline, paper_titles)
+    return "\n".join(lines + [""] + notes)
+
+
+def _speed_ratio(row: dict, base: dict | None, machines: set) -> str:
+    """A row's tokens/s over the baseline's, where both ran on one machine."""
+    if base and len(machines) == 1 and machines == _machines(base):
+        return f"{row['tokens_per_s'] / base['tokens_per_s']:.2f}x"
+    return "—"
+
+
+def _shared_notes(rows: list[dict], floors: list[dict], baseline: str, paper_titles: list) -> list[str]:
+    """The notes both tables end with: the floor row, runs on different machines, the paper's columns."""
+    notes = []
     if floors:
         notes.append("The floor row is a trivial baseline on the same data and tokens (e.g. a Kneser-Ney bigram "
                      "for LM, the majority class for classification): a variant not beating it learned nothing "
@@ -204,7 +206,7 @@ def compare_table_markdown(rows: list[dict], task: str, baseline: str = "V", kin
                      f"where a variant's runs and {baseline}'s all ran on one of them.")
     if paper_titles:
         notes.append(f"Columns marked *paper:* are {LABEL} ({CITATION}); compare orderings, not values.")
-    return "\n".join(lines + [""] + notes)
+    return notes
 
 
 def _display_interval(row: dict, key: str) -> tuple[tuple[float, float] | None, str]:
