@@ -13,7 +13,8 @@ from synthformer.model import ModelConfig, build_model
 from synthformer.tasks import TASKS
 from synthformer.training.optim import position_tables
 from synthformer.training.loop import TrainConfig
-from synthformer.evidence.tuning import TuneConfig, best_index, candidates, has_tables, make_tune
+from synthformer.evidence.tuning import (TuneConfig, best_index, candidates, first_seed, has_tables, lr_grid,
+                                        make_tune, recorded_protocol)
 from conftest import ALL_SPECS, kill_cli_when
 from test_compare import compare_main, dialogue  # noqa: F401 (dialogue: the tiny data file fixture)
 
@@ -21,21 +22,29 @@ TINY = ["--steps", "3", "--seq_len", "24", "--vocab_size", "300", "--batch_size"
         "--threads", "1", "--progress", "false", "--warmup_steps", "1"]
 
 
-def test_a_tiny_sweep_through_compare_chooses_the_argmin_of_validation(dialogue, tmp_path):
+@pytest.mark.parametrize("fresh", [True, False], ids=["fresh-seeds", "before-issue-48"])
+def test_a_tiny_sweep_through_compare_chooses_the_argmin_of_validation(dialogue, tmp_path, fresh):
     """Two lr values for every variant (and the table multiplier where there are tables), given in the
     config file's compare section; the chosen values are those of the lowest validation loss, read
-    back from the candidates' own run folders, and every seed trains with them."""
+    back from the candidates' own run folders, and every seed trains with them. Under the current protocol
+    V (no tables) gets as many candidates as R from a finer lr grid, and the reported seed is seed 1, trained
+    from scratch; under the old one V gets 2 and seed 0 continues the whole-run winner."""
     cfg = tmp_path / "c.yaml"
+    protocol = "" if fresh else ", fresh_seeds: false, equal_candidates: false"
     cfg.write_text("eval_every: 0\ncompare:\n  seeds: 1\n  variants: [V, R]\n"
-                   "  tune: {lr_mults: [1, 8], table_lr_mults: [1, 10], fraction: 1.0, edge_steps: 0}\n")
+                   f"  tune: {{lr_mults: [1, 8], table_lr_mults: [1, 10], fraction: 1.0, edge_steps: 0{protocol}}}\n")
     out = tmp_path / "cmp"
     code, stdout, err = compare_main("--config", cfg, "--data", dialogue, "--out", out, *TINY)
     assert code == 0, err
     results = json.loads((out / "results.json").read_text())
     assert results["tuning"]["lr_mults"] == [1, 8] and results["tuning"]["fraction"] == 1.0
+    assert results["seeds"] == ([1] if fresh else [0])
     by = {r["variant"]: r for r in results["variants"]}
-    # V has no position tables: the multiplier is inert, its candidates are the two lrs; R's are 2 x 2
-    assert [(c["lr"], c["table_lr_mult"]) for c in by["V"]["sweep"]] == [(2e-3, 10.0), (1.6e-2, 10.0)]
+    # V has no position tables: the multiplier is inert; its lrs are cut into half-steps (x1, x2.83, x8, x22.6)
+    # so that it gets R's 2 x 2 candidates, or (old protocol) they are the two lrs alone
+    v_lrs = [2e-3, 2e-3 * 8 ** 0.5, 1.6e-2, 1.6e-2 * 8 ** 0.5] if fresh else [2e-3, 1.6e-2]
+    assert [c["lr"] for c in by["V"]["sweep"]] == pytest.approx(v_lrs)
+    assert {c["table_lr_mult"] for c in by["V"]["sweep"]} == {10.0}
     assert [(c["lr"], c["table_lr_mult"]) for c in by["R"]["sweep"]] == [(2e-3, 1.0), (2e-3, 10.0),
                                                                          (1.6e-2, 1.0), (1.6e-2, 10.0)]
     for row in results["variants"]:
@@ -50,19 +59,53 @@ def test_a_tiny_sweep_through_compare_chooses_the_argmin_of_validation(dialogue,
         assert row["tuned"] == {k: best[k] for k in ("lr", "warmup_steps", "table_lr_mult")}
         trained = json.loads((Path(row["run"]) / "config.json").read_text())["train"]
         assert trained["lr"] == row["tuned"]["lr"] and trained["table_lr_mult"] == row["tuned"]["table_lr_mult"]
-        # the candidates trained the whole budget: the seed (the candidates' seed) continues the winner's run
         done = json.loads((Path(row["run"]) / "done.json").read_text())
-        assert done["continued_from"] == best["run"] and done["valid"]["loss"] == best["valid"]
-    assert stdout.count("continuing it (this seed's own evaluation only)") == 2, stdout
+        if fresh:  # a seed of its own, trained from scratch
+            assert done["train"]["seed"] == 1 and not done.get("continued_from")
+        else:  # the candidates trained the whole budget: the seed (the candidates' seed) continues the winner's run
+            assert done["continued_from"] == best["run"] and done["valid"]["loss"] == best["valid"]
+    assert stdout.count("continuing it (this seed's own evaluation only)") == (0 if fresh else 2), stdout
     table = (out / "table.md").read_text()
     assert "Tuning (the same sweep for every variant" in table and "x1/8 of the base" in table
-    assert f"| R | {by['R']['tuned']['lr']:.3g} | 1 | {by['R']['tuned']['table_lr_mult']:g} |" in table
+    assert f"| R | {by['R']['tuned']['lr']:.3g} | 1 | {by['R']['tuned']['table_lr_mult']:g} | 4 |" in table
+    assert ("every reported seed is trained from scratch" in table) == fresh
+    assert ("every variant gets the same number of candidates" in table) == fresh
     # a rerun reuses the finished candidates; the settings recorded include the sweep
     (out / "results.json").unlink()
     code, stdout, err = compare_main("--config", cfg, "--data", dialogue, "--out", out, *TINY)
-    assert code == 0 and stdout.count("finished earlier") == 2 + 4 + 2, stdout
+    assert code == 0 and stdout.count("finished earlier") == (4 if fresh else 2) + 4 + 2, stdout
     code, _, err = compare_main("--config", cfg, "--data", dialogue, "--out", out, *TINY, "--tune")
-    assert code == 2 and "was run with other settings: tune.edge_steps 0 (now 2), tune.fraction 1.0 (now 0.25)" in err
+    assert code == 2 and "was run with other settings: tune.edge_steps 0 (now 2)" in err
+
+
+def test_a_folder_recorded_before_the_protocol_options_keeps_its_protocol(tmp_path):
+    """A settings file whose tune lacks fresh_seeds (a grid of before issue 48) keeps the old protocol, so its
+    committed cells stand; one that records them, or no file, gets the asked protocol."""
+    tune, said = TuneConfig(), []
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps({"tune": {k: v for k, v in tune.to_dict().items()
+                                        if k not in ("fresh_seeds", "equal_candidates")}}))
+    new.write_text(json.dumps({"tune": tune.to_dict()}))
+    kept = recorded_protocol(tune, old, said.append)
+    assert (kept.fresh_seeds, kept.equal_candidates) == (None, None) and "before issue 48" in said[0]
+    assert recorded_protocol(tune, new, said.append) == tune == recorded_protocol(tune, tmp_path / "none.json")
+    assert len(said) == 1 and recorded_protocol(None, old) is None
+    assert first_seed(0, kept) == 0 and first_seed(0, tune) == 1 and first_seed(5, None) == 5
+
+
+def test_every_variant_gets_the_same_number_of_candidates():
+    """Under the default protocol a variant without position tables is swept on a finer lr grid (half-octave
+    steps over the same range and one above), so its best-of is a best-of as many as R+V's; the old protocol
+    gave it half as many."""
+    base = TrainConfig(lr=1e-3, warmup_steps=40, table_lr_mult=10.0)
+    counts = {v: len(candidates(TuneConfig(), base, has_tables("classify", "tiny", {}, v)))
+              for v in ALL_SPECS + list(BASELINES)}
+    assert set(counts.values()) == {8}, counts
+    assert lr_grid(TuneConfig(), tables=False) == pytest.approx([0.5 * 2 ** (j / 2) for j in range(8)])
+    assert lr_grid(TuneConfig(lr_mults=(1.0,), table_lr_mults=(1.0, 10.0, 100.0)), tables=False) == pytest.approx(
+        [1.0, 2 ** (1 / 3), 2 ** (2 / 3)])
+    old = TuneConfig(equal_candidates=None)
+    assert len(candidates(old, base, tables=False)) == 4 and len(candidates(old, base, tables=True)) == 8
 
 
 def test_a_choice_at_an_edge_of_the_lr_grid_is_followed_beyond_it(tmp_path):
@@ -136,7 +179,7 @@ def test_a_perplexity_interval_is_the_loss_interval_mapped_through_exp():
 def test_candidates_and_which_variants_have_tables():
     base = TrainConfig(lr=1e-3, warmup_steps=40, table_lr_mult=10.0)
     tune = TuneConfig(lr_mults=(0.5, 2.0), warmups=(40, 160), table_lr_mults=(1.0, 10.0))
-    assert len(candidates(tune, base, tables=True)) == 8 and len(candidates(tune, base, tables=False)) == 4
+    assert len(candidates(tune, base, tables=True)) == 8 and len(candidates(tune, base, tables=False)) == 8
     assert candidates(tune, base, tables=False)[1] == {"lr": 5e-4, "warmup_steps": 160, "table_lr_mult": 10.0}
     assert TuneConfig().steps(800) == 200 and TuneConfig(min_steps=300).steps(800) == 300
     tables = {v: has_tables("lm", "tiny", {}, v) for v in ("V", "Fix", "R", "FR", "D", "FD", "R+V", "dynamicconv")}

@@ -46,7 +46,7 @@ from .speed import add_speed, speed_note
 from .tables import (INSTALLED_SIZING, compare_table_markdown, floor_line, findings, findings_markdown,
                      table_markdown, tuning_markdown)
 from ..tasks.metrics import scalars
-from .tuning import Sweep, TuneConfig, untuned, winner_run
+from .tuning import Sweep, TuneConfig, first_seed, recorded_protocol, untuned, winner_run
 
 # The paper's Table 2 variants plus its strongest convolutional baseline (Table 4).
 DEFAULT_VARIANTS = ("V", "Fix", "R", "FR", "D", "FD", "R+V", "D+V", "dynamicconv")
@@ -146,6 +146,7 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     kind = check_kind(kind) if kind else task_kind(base.task, base.data)
     chosen = select_claims(claims)  # unknown claim / table names fail before any work too
     out = Path(out)
+    tune = recorded_protocol(tune, out / SETTINGS, log)  # a folder keeps the sweep protocol it was started under
     settings = {"variants": names, "train": {k: v for k, v in base.to_dict().items() if k not in RESUME_FREE},
                 "model": dict(model_overrides), "seeds": "auto" if seeds is None else seeds,
                 "tune": tune.to_dict() if tune else None, **({"gate": names[0]} if gate else {})}
@@ -308,7 +309,7 @@ def _run(plan: _Plan, log, interim: bool = False) -> dict | None:
     split = "test" if base.eval_test else "valid"
     floor = _floor(out, base.task, plan.kind, data, log, split)
     results = {"task": base.task, "kind": plan.kind, "data": base.data, "split": split,
-               "seeds": seed_list(base.seed, seeds), "variants": rows,
+               "seeds": seed_list(first_seed(base.seed, plan.tune), seeds), "variants": rows,
                "floor": floor, "tuning": plan.tune.to_dict() if plan.tune else None, "paper_label": LABEL,
                "wall_s": max(time.time() - t0, cells_wall_s(out)), "command": sys.argv,
                "created": time.strftime("%Y-%m-%d %H:%M:%S"), **({"pending": pending} if interim else {}),
@@ -342,11 +343,12 @@ def _train_variants(plan: _Plan, grid: Grid, data, names: list[str], seeds: int,
     total, cells = len(plan.names) * seeds, []
     for name in (n for n in names if n not in waiting):
         i, (values, scores) = plan.names.index(name), tuned[name]
-        for j, seed in enumerate(seed_list(base.seed, seeds)):
+        for j, seed in enumerate(seed_list(first_seed(base.seed, plan.tune), seeds)):
             tag = f"[{i * seeds + j + 1}/{total}] {name}" + (f" seed {seed}" if seeds > 1 else "")
             cfg = dataclasses.replace(base, **values, out=str(run_folder(out, name, seed, seeds)), seed=seed)
+            repeats = seed == base.seed  # the old protocol: the first seed is the candidates' (`tuning.first_seed`)
             cells.append(Cell(cfg, {**plan.model, "attention": name}, tag, data=lambda: data,
-                              continue_from=winner_run(scores, base) if j == 0 else None))
+                              continue_from=winner_run(scores, base) if repeats else None))
     found = dict(zip((c.label for c in cells), grid.run_all(cells)))
     rows = []
     for name in names:
@@ -422,7 +424,7 @@ def _report_text(base, results: dict, own_table: bool = False, log=None) -> str:
             + (f"{speed_note(results['speed'])}\n\n" if results.get("speed") else
                "Speed claims are judged when every variant has finished and is timed alike (`synthformer.evidence.speed`).\n\n"
                if pending is not None else "")
-            + tuning_markdown(rows, results.get("tuning"))
+            + tuning_markdown(rows, results.get("tuning"), results.get("seeds"))
             + f"\n\n## The paper's claims for task kind {kind}, checked here\n\n"
             + findings_markdown(results["findings"], words=own_table) + "\n")
     if log is not None:
@@ -450,7 +452,7 @@ def _write_report(out: Path, base, results: dict, log, own_table: bool = False) 
     else:
         plot_curves({r["variant"]: curve(out, Path(r["run"])) for r in rows}, out / "curves.png", base.task,
                     title=f"{base.task} on {base.data} ({base.preset}, {base.steps} steps"
-                          + (f", seed {base.seed} of {len(seeds)}" if len(seeds) > 1 else "") + ")")
+                          + (f", seed {seeds[0]} of {len(seeds)}" if len(seeds) > 1 else "") + ")")
     write_recorded_json(out, out / "results.json", results)
     log(f"wrote {out / 'table.md'}, {out / 'curves.png'}, {out / 'results.json'} ({results['wall_s']:.0f}s)")
 

@@ -70,7 +70,7 @@ from ..training.plan import model_config, open_trained, prepare, tokenizer_ident
 from .tables import _fmt_stat, markdown_table, table_markdown, tuning_markdown
 from ..training.loop import TrainConfig
 from ..utils.stats import is_number, mean_se_independent, mean_std
-from .tuning import TuneConfig, sweep, untuned
+from .tuning import TuneConfig, first_seed, recorded_protocol, sweep, untuned
 
 KIND = "finetune"  # the task kind of the report (reference_results.TASK_KINDS)
 
@@ -309,7 +309,7 @@ def pretrain_finetune(config: SuiteConfig, out: str | Path = "runs/finetune", *,
         return cache["pretrain"]
 
     base_plus = _base_plus(out, names, pre_cfg, model, pre_data, log) if BASE_PLUS in names else None
-    suite = _Suite(names=names, tasks=tasks, seed_values=seed_list(c.seed, c.seeds), out=out, model=model,
+    suite = _Suite(names=names, tasks=tasks, seed_values=seed_list(first_seed(c.seed, tune), c.seeds), out=out, model=model,
                    pooling=pooling, pre_cfg=pre_cfg, fine_base=fine_base, tune=tune, base_plus=base_plus,
                    reuse=None if reuse is None else Path(reuse), floors=_read_json(out / FLOOR_FILE), cache=cache,
                    pre_data=pre_data, log=log, t0=time.time(), grid=Grid(out, log, interim=interim))
@@ -533,7 +533,7 @@ def report_markdown(results: dict) -> str:
         lines += [f"{BASE_PLUS} here: V with ffn_dim {base_plus['ffn_dim']} (V: {base_plus['base_ffn_dim']}), "
                   f"{base_plus['params']:,} parameters vs {base_plus['matched']}'s {base_plus['matched_params']:,} "
                   f"({100 * base_plus['rel_diff']:+.2f}%; the largest +V mixture run).", ""]
-    tuning = tuning_markdown(rows, results.get("tuning"))
+    tuning = tuning_markdown(rows, results.get("tuning"), results.get("seeds"))
     if tuning:
         lines += ["Pretraining learning rate per variant (fine-tuning: lr "
                   f"{fine['lr']:g} for every variant). " + tuning, ""]

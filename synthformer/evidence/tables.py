@@ -11,7 +11,7 @@ from .judge import finding_line, judge_rows, seed_values, status_rank
 from ..utils.stats import stat, wilson
 from .paper.numbers import CITATION, LABEL, paper_columns
 from ..tasks.metrics import LOWER_IS_BETTER, METRIC_COLUMNS, POINT_METRICS, PROPORTION_METRICS, clip_to_range
-from .tuning import at_chance, beyond_edge
+from .tuning import at_chance, beyond_edge, protocol_text
 
 
 
@@ -254,9 +254,10 @@ def _fmt_stat(row: dict, key: str, spec: str) -> str:
     return f"{spec.format(s.mean)} ± {spec.format(s.std)}"
 
 
-def tuning_markdown(rows: list[dict], protocol: dict | None) -> str:
+def tuning_markdown(rows: list[dict], protocol: dict | None, seeds: list | None = None) -> str:
     """What each variant trained with: the values the sweep chose (`synthformer.evidence.tuning`), every candidate's
-    validation score, and the protocol; or the one setting all shared when there was no sweep."""
+    validation score and their number (n), and the protocol (`seeds`: the reported ones); or the one setting all
+    shared when there was no sweep."""
     rows = [r for r in rows if not r.get("floor") and r.get("tuned")]
     if not rows:
         return ""
@@ -270,15 +271,14 @@ def tuning_markdown(rows: list[dict], protocol: dict | None) -> str:
     lines = [f"Tuning (the same sweep for every variant, chosen by validation {protocol.get('metric', 'loss')}; "
              f"`synthformer.evidence.tuning`): lr x{mults} of the base, table multiplier {tables} where a variant has "
              f"position tables, {protocol['fraction']:g} of the steps per candidate"
-             f"{_beyond_edges(protocol.get('edge_steps', 0))}.", "",
-             "| model | lr | warm-up | table lr x | candidates (lr, warm-up, table x: validation) |",
-             "|---|---|---|---|---|"]
+             f"{_beyond_edges(protocol.get('edge_steps', 0))}. {protocol_text(protocol, seeds)}", "",
+             "| model | lr | warm-up | table lr x | n | candidates (lr, warm-up, table x: validation) |",
+             "|---|---|---|---|---|---|"]
     for r in rows:
-        t = r["tuned"]
-        tried = "; ".join(f"{c['lr']:.3g}, {c['warmup_steps']}, x{c['table_lr_mult']:g}: {c['valid']:.4f}"
-                          for c in r.get("sweep") or [])
+        t, tried = r["tuned"], r.get("sweep") or []
+        text = "; ".join(f"{c['lr']:.3g}, {c['warmup_steps']}, x{c['table_lr_mult']:g}: {c['valid']:.4f}" for c in tried)
         lines.append(f"| {r['variant']} | {t['lr']:.3g} | {t['warmup_steps']} | {t['table_lr_mult']:g} | "
-                     f"{tried or '—'} |")
+                     f"{len(tried)} | {text or '—'} |")
     edge = []
     for r in rows:  # a choice at the grid's edge: that variant's best lr may lie beyond the grid
         beyond = beyond_edge(r["sweep"]) if r.get("sweep") else None

@@ -10,7 +10,9 @@ the baselines got no tuning at all). The protocol, used by `synthformer compare 
    with trainable position tables (R, FR, D, FD and their mixtures), the tables' multiplier
    ``table_lr_mults`` (default 1 and 10; 10 was the default tuned on R alone, now one swept value).
    Variants without such tables (V, Fix, the convolutions, Linformer) have nothing that multiplier
-   acts on: their candidates for 1 and 10 are the same run, trained once.
+   acts on; with ``equal_candidates`` (the default) they get as many candidates as the others from a
+   finer lr grid instead (`lr_grid`: with two table multipliers, half-octave steps 0.5, 0.71, 1, ...,
+   5.66), so that no variant's best-of is a best-of more (issue 48: 8 candidates for R+V against 4 for V).
 2. Each candidate trains ``fraction`` of the budget's steps (default a quarter, at least
    ``min_steps``) from the comparison's first seed, with the budget's schedule over those steps, and
    is scored by its loss on the validation split (final evaluation; every task reports a loss; no
@@ -23,14 +25,20 @@ the baselines got no tuning at all). The protocol, used by `synthformer compare 
    (lra text at a quarter of its steps did): it is logged and the report names it (`at_chance`).
 4. Every seed of the variant then trains the full budget with the chosen values. They are stored in
    the result row (``"tuned"``) with every candidate's score (``"sweep"``) and printed in the reports.
-   Candidates of the whole budget (``fraction`` 1) train exactly what the first seed would: that seed
-   continues the winner's run from its final checkpoint (`winner_run`; `train`'s continue_from), so only
-   its own evaluation runs (decoding, the test split). Candidates evaluate on the base's ``eval_every``, so
-   that seed's curve is whole.
+   With ``fresh_seeds`` (the default) the reported seeds are the ones after the seed the candidates
+   trained on (`first_seed`: seeds 1, 2, 3 after a sweep on seed 0), each trained from scratch: no reported
+   run is the sweep's winner or shares its initialisation and data order (issue 48: with whole-run
+   candidates seed 0 *was* the winner, a best-of-8, and its gap to seeds 1-2 favoured the variants with
+   more candidates).
 
-Cost with the defaults: a variant with position tables trains 8 candidates x 1/4 of the budget (two
-budgets' steps), one without 4 x 1/4 (one budget), one or two more where the choice lands on an edge,
-beside its seeds' full runs (3 by default): about 1.3-1.8x the time of the untuned seeds. Sized for the
+Folders started before these two options (their settings lack them: None) keep the protocol they were run
+with (`recorded_protocol`): seed 0 is the first reported seed, and a whole-run winner is continued as it
+(`winner_run`; `train`'s continue_from); variants without tables get 4 candidates. The reports say which
+protocol a grid used (`protocol_text`).
+
+Cost with the defaults: every variant trains 8 candidates x 1/4 of the budget (two budgets' steps), one
+or two more where the choice lands on an edge, beside its seeds' full runs (3 by default): about 1.7-1.8x
+the time of the untuned seeds. Sized for the
 tiny CPU models of `reproduce --budget cpu` (a quarter of 800-2,000 steps is enough to tell a diverging or
 crawling lr from a working one).
 
@@ -65,6 +73,9 @@ class TuneConfig:
     min_steps: int = 1  # ... and at least this many
     metric: str = "loss"  # validation metric chosen on (lower is better)
     edge_steps: int = 2  # candidates added beyond an edge of the lr grid while the edge wins (0 = none)
+    # the protocol of issue 48 (None: a folder recorded before it, run the old way; see the module docstring)
+    fresh_seeds: bool | None = True  # the reported seeds follow the candidates' seed, each trained from scratch
+    equal_candidates: bool | None = True  # variants without tables get a finer lr grid, as many candidates
 
     def __post_init__(self):
         for name in ("lr_mults", "table_lr_mults"):
@@ -102,7 +113,61 @@ def candidates(tune: TuneConfig, base, tables: bool) -> list[dict]:
     warmups = tune.warmups if tune.warmups is not None else (base.warmup_steps,)
     mults = tune.table_lr_mults if tables else (base.table_lr_mult,)  # no tables: the multiplier is inert
     return [{"lr": base.lr * m, "warmup_steps": w, "table_lr_mult": float(t)}
-            for m in tune.lr_mults for w in warmups for t in mults]
+            for m in lr_grid(tune, tables) for w in warmups for t in mults]
+
+
+def lr_grid(tune: TuneConfig, tables: bool) -> list[float]:
+    """The lr multipliers a variant is swept at: ``lr_mults``, or for a variant without position tables under
+    ``equal_candidates`` each step of ``lr_mults`` cut into k geometric steps (k = the number of table
+    multipliers), the last step repeated above the top, so that it gets as many candidates: with the defaults
+    0.5, 0.71, 1, 1.41, 2, 2.83, 4, 5.66."""
+    k, mults = len(tune.table_lr_mults), sorted(tune.lr_mults)
+    if tables or not tune.equal_candidates or k == 1:
+        return list(tune.lr_mults)
+    ratios = [b / a for a, b in zip(mults, mults[1:])] or [2.0]
+    ratios.append(ratios[-1])  # above the top: the last step again
+    return [m * r ** (j / k) for m, r in zip(mults, ratios) for j in range(k)]
+
+
+def first_seed(seed: int, tune: TuneConfig | None) -> int:
+    """The first reported seed of a comparison whose first seed is `seed`: the next one after a sweep under
+    ``fresh_seeds`` (the candidates trained on `seed`), else `seed`."""
+    return seed + 1 if tune is not None and tune.fresh_seeds else seed
+
+
+def recorded_protocol(tune: TuneConfig | None, settings_file: Path, log=print) -> TuneConfig | None:
+    """`tune` as the folder whose settings are `settings_file` was run with: a folder recorded before the
+    protocol options (its "tune" lacks them) keeps the old protocol, so its cells and report stand as they were
+    made; a new folder (or one recorded with them) gets `tune` unchanged."""
+    import json
+
+    if tune is None or not settings_file.exists():
+        return tune
+    try:
+        stored = json.loads(settings_file.read_text(encoding="utf-8")).get("tune")
+    except (OSError, ValueError, AttributeError):
+        return tune  # a damaged file is check_settings' to name
+    if not isinstance(stored, dict) or "fresh_seeds" in stored:
+        return tune
+    log(f"{settings_file.parent}: tuned under the protocol before issue 48 (the first seed is the sweep's, fewer "
+        "candidates without tables); kept, so its cells stand (a new --out gets fresh seeds and equal candidate "
+        "counts)")
+    return dataclasses.replace(tune, fresh_seeds=None, equal_candidates=None)
+
+
+def protocol_text(protocol: dict | None, seeds: list | None = None) -> str:
+    """One sentence of the report on how seeds and candidates relate (`protocol`: a TuneConfig's dict)."""
+    if not protocol:
+        return ""
+    first = f"seed {seeds[0] - 1}" if seeds else "the first seed"
+    fresh = (f"the candidates train on {first}; every reported seed is trained from scratch after the sweep"
+             if protocol.get("fresh_seeds") else
+             "the first reported seed is the seed the candidates trained on (with whole-run candidates it repeats "
+             "the winner), the protocol before issue 48")
+    equal = ("every variant gets the same number of candidates (a finer lr grid where there are no position tables)"
+             if protocol.get("equal_candidates") else
+             "variants with position tables get more candidates than those without")
+    return f"Protocol: {fresh}; {equal}."
 
 
 def candidate_name(values: dict) -> str:

@@ -198,7 +198,7 @@ def grid_section(grid: Grid, results: dict, tables: tuple, extra_body: str = "")
     body = [grid.note, "", table_markdown(rows, grid.task, kind=kind, split=results.get("split", "valid"))]
     if results.get("gated"):
         body += ["", f"**{gate_line(results['gated'])}**"]
-    body += ["", tuning_markdown(rows, results.get("tuning"))]
+    body += ["", tuning_markdown(rows, results.get("tuning"), results.get("seeds"))]
     if results.get("speed"):
         body += ["", speed_note(results["speed"])]
     if extra_body:

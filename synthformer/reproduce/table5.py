@@ -8,6 +8,8 @@ parameter count from the built models) runs too, so the "above T5 Base+" claims 
 from __future__ import annotations
 
 from ..evidence.compare import DEFAULT_SEEDS
+from ..evidence.grid import SETTINGS
+from ..evidence.tuning import recorded_protocol
 from .common import ReproduceError, Section, Spec, reuse
 from .table4 import grids as table4_grids
 
@@ -107,6 +109,7 @@ def call(ctx) -> dict:
     seeds = ctx.seeds or DEFAULT_SEEDS
     names = list(variants(ctx.budget))
     sweep = ctx.tune_for(table4_grids(ctx.budget)[0])  # table4's sweep: its candidate length too
+    sweep = recorded_protocol(sweep, folder / SETTINGS, ctx.log)  # a folder keeps the protocol it was started under
     done = reuse(folder, {"variants": names, "tasks": TASKS, **kw, "seeds": seeds,
                           "tune": sweep.to_dict() if sweep else None}, ctx.name, ctx.log)
     if done is not None:
