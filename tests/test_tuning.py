@@ -88,6 +88,11 @@ def test_a_folder_recorded_before_the_protocol_options_keeps_its_protocol(tmp_pa
     new.write_text(json.dumps({"tune": tune.to_dict()}))
     kept = recorded_protocol(tune, old, said.append)
     assert (kept.fresh_seeds, kept.equal_candidates) == (None, None) and "before issue 48" in said[0]
+    half = tmp_path / "half.json"  # a grid migrated to fresh seeds alone (its candidates kept) keeps that
+    half.write_text(json.dumps({"tune": {**tune.to_dict(), "equal_candidates": None}}))
+    assert recorded_protocol(tune, half, said.append) == TuneConfig(equal_candidates=None)
+    assert "every reported seed is trained from scratch" in said[1] and "get more candidates" in said[1]
+    said.pop()
     assert recorded_protocol(tune, new, said.append) == tune == recorded_protocol(tune, tmp_path / "none.json")
     assert len(said) == 1 and recorded_protocol(None, old) is None
     assert first_seed(0, kept) == 0 and first_seed(0, tune) == 1 and first_seed(5, None) == 5

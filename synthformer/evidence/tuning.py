@@ -60,6 +60,7 @@ from ..errors import ConfigError
 
 TUNED_KEYS = ("lr", "warmup_steps", "table_lr_mult")  # the TrainConfig fields the sweep chooses
 TUNE_DIR = "tune"  # candidate runs: OUT/tune/<variant>/<candidate>
+PROTOCOL_KEYS = ("fresh_seeds", "equal_candidates")  # the TuneConfig fields a grid folder keeps (`recorded_protocol`)
 
 
 @dataclass(frozen=True)
@@ -136,9 +137,10 @@ def first_seed(seed: int, tune: TuneConfig | None) -> int:
 
 
 def recorded_protocol(tune: TuneConfig | None, settings_file: Path, log=print) -> TuneConfig | None:
-    """`tune` as the folder whose settings are `settings_file` was run with: a folder recorded before the
-    protocol options (its "tune" lacks them) keeps the old protocol, so its cells and report stand as they were
-    made; a new folder (or one recorded with them) gets `tune` unchanged."""
+    """`tune` with the protocol options (``fresh_seeds``, ``equal_candidates``) the folder whose settings are
+    `settings_file` was started with: a grid keeps its protocol, so that its cells and report stand as they were
+    made (one recorded before the options, which lacks them, keeps the old protocol: None). A new folder gets
+    `tune` unchanged."""
     import json
 
     if tune is None or not settings_file.exists():
@@ -147,12 +149,14 @@ def recorded_protocol(tune: TuneConfig | None, settings_file: Path, log=print) -
         stored = json.loads(settings_file.read_text(encoding="utf-8")).get("tune")
     except (OSError, ValueError, AttributeError):
         return tune  # a damaged file is check_settings' to name
-    if not isinstance(stored, dict) or "fresh_seeds" in stored:
+    if not isinstance(stored, dict):
         return tune
-    log(f"{settings_file.parent}: tuned under the protocol before issue 48 (the first seed is the sweep's, fewer "
-        "candidates without tables); kept, so its cells stand (a new --out gets fresh seeds and equal candidate "
-        "counts)")
-    return dataclasses.replace(tune, fresh_seeds=None, equal_candidates=None)
+    kept = {k: stored.get(k) for k in PROTOCOL_KEYS}
+    if kept == {k: getattr(tune, k) for k in PROTOCOL_KEYS}:
+        return tune
+    log(f"{settings_file.parent}: {protocol_text(kept)} (the protocol it was started with, kept so that its cells "
+        "stand; a new --out gets the current one)")
+    return dataclasses.replace(tune, **kept)
 
 
 def protocol_text(protocol: dict | None, seeds: list | None = None) -> str:
