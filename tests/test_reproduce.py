@@ -352,6 +352,7 @@ def test_publish_and_index_list_every_claim_and_what_was_not_run(tmp_path):
     assert f"vs {floors['topic']:.4g} (" in row and f"vs {floors['sentiment']:.4g} (" in row, row
     seeds = {len(r["seeds"]) for s in results["sections"] for r in s["rows"]}  # the seeds run, not "auto"
     assert len(seeds) == 1 and row.split(" | ")[3] == str(seeds.pop()), row
+    assert row.split(" | ")[5] == "no sweep, paired items", row  # smoke: untuned; new cells keep their items
     # a grid folder under grids/ is listed with its finished cells per grid, and as the published
     # report's source when that report (same name and budget) was written after the grid started
     grid = out / "grids" / "table7-smoke"

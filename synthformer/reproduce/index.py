@@ -70,6 +70,28 @@ def floors_text(report: dict) -> str:
     return "; ".join(parts) or "—"
 
 
+def protocol_cell(report: dict) -> str:
+    """Per grid of a name's report, how far it follows the protocol of issue 48: seeds trained fresh after the
+    sweep (`tuning.first_seed`), the same number of sweep candidates for every variant, and intervals that pair
+    the evaluation items (every seed row kept its items, `synthformer.evidence.paired`)."""
+    parts = {}
+    for section in report.get("sections") or []:
+        tuning, rows = section.get("tuning"), section.get("rows") or []
+        if not rows or "tuning" not in section:  # figures, or an average over grids: not a grid of its own
+            continue
+        seed_rows = [s for r in rows for s in (r.get("seeds") or []) if isinstance(s, dict)]
+        counts = sorted({len(r["sweep"]) for r in rows if r.get("sweep")})
+        found = [("fresh seeds" if tuning.get("fresh_seeds") else "seed 0 the sweep's") if tuning else "no sweep",
+                 (f"{counts[0]} candidates each" if len(counts) == 1 else f"{counts[0]}-{counts[-1]} candidates")
+                 if counts else "",
+                 "paired items" if seed_rows and all(isinstance(s.get("items"), dict) for s in seed_rows)
+                 else "unpaired items"]
+        parts.setdefault(", ".join(filter(None, found)), []).append(str(section.get("key")))
+    if len(parts) == 1:
+        return next(iter(parts))
+    return "; ".join(f"{', '.join(keys)}: {text}" for text, keys in parts.items()) or "—"
+
+
 GRIDS = "grids"  # root/grids/NAME-BUDGET: reproductions in progress (reproductions/grids/.gitignore)
 
 
@@ -203,13 +225,13 @@ def write_index(root: str | Path) -> Path:
         r = reports.get(name)
         if r:
             rows.append([f"[{name}]({r['folder']}/report.md)", spec.reproduces, r["budget"], seeds_text(r),
-                         f"{r['wall_s'] / 60:.0f} min", floors_text(r),
+                         f"{r['wall_s'] / 60:.0f} min", protocol_cell(r), floors_text(r),
                          status_counts(r["claims"]) + ("" if r["judged"] else f"; {OLD_RULES}")])
         else:
-            rows.append([name, spec.reproduces, NOT_RUN, "—", "—", "—",
+            rows.append([name, spec.reproduces, NOT_RUN, "—", "—", "—", "—",
                          f"run `synthformer reproduce {name} --budget cpu --publish {root.name}`"])
-    lines += [markdown_table(["name", "reproduces", "budget", "seeds", "time", "V against the floor", "claims"],
-                             rows), ""]
+    lines += [markdown_table(["name", "reproduces", "budget", "seeds", "time", "protocol", "V against the floor",
+                              "claims"], rows), ""]
     progress = grid_folders(root / GRIDS, reports)
     if progress:
         lines += ["Grid folders (their finished cells are committed; the same command with `--out` on a folder "
