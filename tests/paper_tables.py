@@ -195,7 +195,8 @@ def _efficiency(prose: str, lead: str) -> dict[str, dict[int, float]]:
 # numbers.py's tables -> (the paper's table, the column a one-value-per-variant table fills; None: keyed rows)
 SOURCES = {"TABLE2": ("Table 2", None), "TABLE3": ("Table 3", None), "TABLE4": ("Table 4", "log_ppl"),
            "TABLE4_STEPS_PER_S": ("Table 4", "steps_per_s"), "TABLE4_PARAMS": ("Table 4", "params"),
-           "TABLE5": ("Table 5", None), "TABLE5_SST2": ("Table 5", "sst2"), "TABLE6_SUPERGLUE": ("Table 6", "superglue"),
+           "TABLE5": ("Table 5", None), "TABLE5_SST2": ("Table 5", "sst2"),
+           "TABLE6_SUPERGLUE": ("Table 6", "superglue"),
            "TABLE7": ("Table 7", "agnews"), "TABLE7_IMDB": ("Table 7", "imdb"),
            "TABLE7_STEPS_PER_S": ("Table 7", "steps_per_s"), "LRA": ("LRA", None), "LRA_AVG": ("LRA", "avg")}
 LRA_MEMORY_LENGTHS = (1024, 4096)  # numbers.LRA_MEMORY_GB: at 1K and 4K
