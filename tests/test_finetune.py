@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -252,8 +253,11 @@ def test_suite_sweeps_every_variants_pretraining_alike(tmp_path):
         assert row["tuned"]["lr"] == best["lr"]
         done = json.loads((tmp_path / "s" / "pretrain" / row["variant"] / "done.json").read_text())
         assert done["train"]["lr"] == best["lr"]  # the seed's pretraining used the chosen lr
+        # the candidates pretrained on seed 0; the reported seed is seed 1, from scratch (`tuning.first_seed`)
+        assert done["train"]["seed"] == 1 and row["seeds"][0]["seed"] == 1 and not done.get("continued_from")
+        assert json.loads((Path(best["run"]) / "done.json").read_text())["train"]["seed"] == 0
         assert (tmp_path / "s" / "tune" / row["variant"]).is_dir()
-    assert results["tuning"]["lr_mults"] == [1.0, 4.0]
+    assert results["tuning"]["lr_mults"] == [1.0, 4.0] and results["seeds"] == [1]
     assert "lr x1/4 of the base" in (tmp_path / "s" / "report.md").read_text()
 
 
