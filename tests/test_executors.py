@@ -143,6 +143,37 @@ def test_the_driver_killed_and_rerun_trains_only_the_missing_cells(dialogue, tmp
     assert cells(out) == cells(ref)
 
 
+def test_a_killed_drivers_workers_stop_with_it(dialogue, tmp_path):  # noqa: F811
+    """SIGTERM to a `--jobs 2` driver while its workers train cells of minutes: they exit within seconds, so no
+    orphan goes on training and holding its run's lock against the rerun (which resumes from the checkpoints;
+    `test_the_driver_killed_and_rerun_trains_only_the_missing_cells`)."""
+    out = tmp_path / "a"
+    cmd = [sys.executable, "-m", "synthformer", "compare", *GRID, "--steps", "20000", "--checkpoint_every", "5",
+           "--data", str(dialogue), "--out", str(out), "--jobs", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline, workers = time.time() + 240, []
+    while time.time() < deadline and proc.poll() is None and not (
+            (out / "V" / "checkpoints" / "latest.json").exists() and len(workers := _workers(proc.pid)) == 2):
+        time.sleep(0.05)
+    assert len(workers) == 2 and proc.poll() is None
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    gone = time.time() + 5
+    while time.time() < gone and any(_alive(pid) for pid in workers):
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in workers), "a worker went on training after its driver was killed"
+    assert not (out / "V" / "done.json").exists()
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie waiting to be reaped does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 @pytest.mark.parametrize("args, needle", [
     (("--jobs", "0"), "--jobs 0"),
     (("--address", "auto"), "add --executor ray"),

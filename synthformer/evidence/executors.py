@@ -22,7 +22,9 @@ import contextlib
 import dataclasses
 import multiprocessing
 import multiprocessing.connection
+import os
 import sys
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -81,8 +83,23 @@ def _outcome(job: Job) -> tuple[str, object]:
 
 
 def _serve(conn) -> None:  # a LocalJobs worker process: cells until told to stop (torch is imported once)
+    _exit_with_parent()
     while (job := conn.recv()) is not None:
         conn.send(_outcome(job))
+
+
+def _exit_with_parent(period: float = 0.5) -> None:
+    """End this worker, mid-cell if need be, once its driver is gone: a driver killed by a signal (SIGTERM,
+    SIGKILL) runs no `LocalJobs._stop`, and an orphan would go on training and hold its run's lock against the
+    driver's rerun. The run resumes from its last checkpoint; the lock of a dead pid is stale."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(period)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
 def jobs_of(grid: Grid, cells) -> list[Job]:
