@@ -70,7 +70,7 @@ from ..training.plan import model_config, open_trained, prepare, tokenizer_ident
 from .tables import _fmt_stat, markdown_table, table_markdown, tuning_markdown
 from ..training.loop import TrainConfig
 from ..utils.stats import is_number, mean_se_independent, mean_std
-from .tuning import TuneConfig, first_seed, recorded_protocol, sweep, untuned
+from .tuning import TuneConfig, first_seed, sweep, untuned
 
 KIND = "finetune"  # the task kind of the report (reference_results.TASK_KINDS)
 
@@ -309,8 +309,9 @@ def pretrain_finetune(config: SuiteConfig, out: str | Path = "runs/finetune", *,
         return cache["pretrain"]
 
     base_plus = _base_plus(out, names, pre_cfg, model, pre_data, log) if BASE_PLUS in names else None
-    suite = _Suite(names=names, tasks=tasks, seed_values=seed_list(first_seed(c.seed, tune), c.seeds), out=out, model=model,
-                   pooling=pooling, pre_cfg=pre_cfg, fine_base=fine_base, tune=tune, base_plus=base_plus,
+    seed_values = seed_list(first_seed(c.seed, tune), c.seeds)  # after a sweep: the seeds after the candidates'
+    suite = _Suite(names=names, tasks=tasks, seed_values=seed_values, out=out, model=model, pooling=pooling,
+                   pre_cfg=pre_cfg, fine_base=fine_base, tune=tune, base_plus=base_plus,
                    reuse=None if reuse is None else Path(reuse), floors=_read_json(out / FLOOR_FILE), cache=cache,
                    pre_data=pre_data, log=log, t0=time.time(), grid=Grid(out, log, interim=interim))
     rows, pending = [], []
