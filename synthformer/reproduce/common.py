@@ -186,7 +186,17 @@ def slim_rows(results: dict) -> list[dict]:
     """The result rows without resolved configs (results.json of the grid keeps those)."""
     keep = ("variant", "params", "metrics", "metrics_std", "interval", "tuned", "sweep", "seeds", "tokens_per_s",
             "tokens_per_s_std", "train_tokens_per_s", "train_time_s", "n_seeds", "runs")
-    return [{k: r.get(k) for k in keep} for r in results["variants"]]
+    rows = [{k: r.get(k) for k in keep} for r in results["variants"]]
+    for r in rows:  # per-item records stay in the grid's results.json (`paired`: whether every seed kept them)
+        r["seeds"] = [{k: v for k, v in s.items() if k != "items"} if isinstance(s, dict) else s
+                      for s in r.get("seeds") or []]
+    return rows
+
+
+def paired(results: dict) -> bool:
+    """Whether every seed row of a grid's results kept its per-item record (its intervals pair the items)."""
+    seeds = [s for r in results["variants"] for s in r.get("seeds") or [] if isinstance(s, dict)]
+    return bool(seeds) and all(isinstance(s.get("items"), dict) for s in seeds)
 
 
 def grid_section(grid: Grid, results: dict, tables: tuple, extra_body: str = "") -> Section:
@@ -208,7 +218,7 @@ def grid_section(grid: Grid, results: dict, tables: tuple, extra_body: str = "")
                    variants=tuple(r["variant"] for r in results["variants"]),
                    data={"key": grid.key, "task": grid.task, "data": grid.data, "kind": kind,
                          "folder": grid.key, "rows": slim_rows(results), "floor": results.get("floor"),
-                         "tuning": results.get("tuning"), "findings": found})
+                         "tuning": results.get("tuning"), "paired": paired(results), "findings": found})
 
 
 def claim_statuses(spec: Spec, sections: list[Section]) -> list[dict]:

@@ -73,19 +73,17 @@ def floors_text(report: dict) -> str:
 def protocol_cell(report: dict) -> str:
     """Per grid of a name's report, how far it follows the protocol of issue 48: seeds trained fresh after the
     sweep (`tuning.first_seed`), the same number of sweep candidates for every variant, and intervals that pair
-    the evaluation items (every seed row kept its items, `synthformer.evidence.paired`)."""
+    the evaluation items (every seed row kept its items: the section's "paired", `common.paired`)."""
     parts = {}
     for section in report.get("sections") or []:
         tuning, rows = section.get("tuning"), section.get("rows") or []
         if not rows or "tuning" not in section:  # figures, or an average over grids: not a grid of its own
             continue
-        seed_rows = [s for r in rows for s in (r.get("seeds") or []) if isinstance(s, dict)]
         counts = sorted({len(r["sweep"]) for r in rows if r.get("sweep")})
         found = [("fresh seeds" if tuning.get("fresh_seeds") else "seed 0 the sweep's") if tuning else "no sweep",
                  (f"{counts[0]} candidates each" if len(counts) == 1 else f"{counts[0]}-{counts[-1]} candidates")
                  if counts else "",
-                 "paired items" if seed_rows and all(isinstance(s.get("items"), dict) for s in seed_rows)
-                 else "unpaired items"]
+                 "paired items" if section.get("paired") else "unpaired items"]
         parts.setdefault(", ".join(filter(None, found)), []).append(str(section.get("key")))
     if len(parts) == 1:
         return next(iter(parts))
