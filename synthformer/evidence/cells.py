@@ -74,7 +74,8 @@ def save_cell(out: Path, run: Path, result: dict, metrics: list[dict] | None = N
     if metrics is None:
         metrics = curve(out, run)
     file.parent.mkdir(parents=True, exist_ok=True)
-    write_recorded_json(out, file, {"result": result, "metrics": metrics})  # its digest in out/digests.json
+    # one line: a cell's per-item records (thousands of numbers) pretty-printed one per line took 5x the bytes
+    write_recorded_json(out, file, {"result": result, "metrics": metrics}, indent=None)  # digest: out/digests.json
     return file
 
 
