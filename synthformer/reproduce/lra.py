@@ -159,10 +159,10 @@ BENCH_MAX_TOKENS = 32 * 1024  # tokens per measured step at most (gpu text, L = 
 
 
 def bench_measure(variants, length: int, batch: int, embed_dim: int, num_heads: int, seeds: list[int],
-                  device: str) -> dict:
+                  device: str, threads: int | None = None) -> dict:
     """{variant: [{seed, tokens_per_s, peak_bytes, median_s}, ...]}: one bidirectional mixing layer per
     variant at `length`, forward + backward on `batch` sequences, timed round-robin and its peak memory
-    measured by `synthformer.bench` (module docstring)."""
+    measured by `synthformer.bench` (module docstring), with the runs' CPU `threads` (None: torch's default)."""
     import torch
 
     from ..bench.cases import layer_case
@@ -170,17 +170,22 @@ def bench_measure(variants, length: int, batch: int, embed_dim: int, num_heads: 
 
     dev = torch.device("cuda" if device in ("auto", "cuda") and torch.cuda.is_available() else
                        device if device not in ("auto", "cuda") else "cpu")
-    found = {v: [] for v in variants}
-    for seed in seeds:
-        cases = [layer_case(v, "train", length, batch * length, embed_dim, num_heads, False, dev, torch.float32,
-                            seed=seed) for v in variants]
-        for r in run_cases(cases, BENCH_REPEATS, BENCH_WARMUP, dev, log=lambda *a: None):
-            c = r["case"]
-            found[c.variant].append({"seed": seed, "tokens_per_s": c.tokens / r["median_s"], "peak_bytes": r["peak"],
-                                     "median_s": r["median_s"], "peak_method": r["method"]})
-        del cases
+    found, before = {v: [] for v in variants}, torch.get_num_threads()
+    torch.set_num_threads(threads or before)
+    try:
+        for seed in seeds:
+            cases = [layer_case(v, "train", length, batch * length, embed_dim, num_heads, False, dev, torch.float32,
+                                seed=seed) for v in variants]
+            for r in run_cases(cases, BENCH_REPEATS, BENCH_WARMUP, dev, log=lambda *a: None):
+                c = r["case"]
+                found[c.variant].append({"seed": seed, "tokens_per_s": c.tokens / r["median_s"],
+                                         "peak_bytes": r["peak"], "median_s": r["median_s"],
+                                         "peak_method": r["method"]})
+            del cases
+    finally:
+        torch.set_num_threads(before)
     return {"length": length, "batch": batch, "embed_dim": embed_dim, "num_heads": num_heads,
-            "device": str(dev), "rows": found}
+            "device": str(dev), "threads": threads or before, "rows": found}
 
 
 def add_bench(grid: Grid, results: dict, folder: Path, log=print) -> dict:
@@ -195,7 +200,7 @@ def add_bench(grid: Grid, results: dict, folder: Path, log=print) -> dict:
         train = first["train"]
         bench = bench_measure([r["variant"] for r in results["variants"]],
                               grid.train["seq_len"], min(train["batch_size"], max(1, BENCH_MAX_TOKENS // grid.train["seq_len"])), first["model"]["embed_dim"],
-                              first["model"]["num_heads"], seeds, train.get("device", "auto"))
+                              first["model"]["num_heads"], seeds, train.get("device", "auto"), train.get("threads"))
         write_recorded(folder, file, json.dumps(bench, indent=1))
         log(f"{grid.key}: measured speed and peak memory of each variant's layer at length {bench['length']} "
             f"({bench['device']})")
