@@ -551,3 +551,23 @@ def test_floors_text_sets_a_suites_mean_accuracy_beside_its_floor():
     assert floors_text({"sections": [{**section, "task": "finetune"}]}) == \
         "finetune: accuracy 61 vs 37.2 (majority class)"
     assert floors_text({"sections": [{**section, "task": "other"}]}) == "—"
+
+
+def test_the_index_protocol_column_names_each_grids_protocol():
+    """Per grid: fresh seeds or seed 0 the sweep's, candidates per variant, paired or unpaired items; one text when
+    every grid agrees, one per group of grids otherwise; a section without a grid of its own (an average) is not one."""
+    from synthformer.evidence.tuning import TuneConfig
+    from synthformer.reproduce.index import protocol_cell
+
+    def section(key, tune, counts, paired):
+        return {"key": key, "tuning": tune.to_dict() if tune else None, "paired": paired,
+                "rows": [{"variant": f"v{i}", "sweep": [{}] * n} for i, n in enumerate(counts)]}
+
+    old = TuneConfig(fresh_seeds=None, equal_candidates=None)
+    fresh = {"sections": [section("a", TuneConfig(), [8, 8], True), section("b", TuneConfig(), [8, 9], True),
+                          {"key": "average", "rows": [{"variant": "V"}]}]}
+    assert protocol_cell(fresh) == ("a: fresh seeds, 8 candidates each, paired items; "
+                                    "b: fresh seeds, 8-9 candidates, paired items")
+    same = {"sections": [section("a", old, [4, 8], False), section("b", old, [4, 8], False)]}
+    assert protocol_cell(same) == "seed 0 the sweep's, 4-8 candidates, unpaired items"
+    assert protocol_cell({"sections": [section("a", None, [0], True)]}) == "no sweep, paired items"
