@@ -404,11 +404,16 @@ def _stage(base: dict, defaults: dict, steps: int, overrides: dict) -> TrainConf
                           "checkpoint_every": steps, **overrides})
 
 
+def suite_findings(results: dict) -> list[dict]:
+    """The Tables 5-6 claims judged on a suite's results (its rows and floor)."""
+    return judge_rows(with_floor(results), KIND, select_claims(["Table 5", "Table 6"]))
+
+
 def _judge_and_write(results: dict, out: Path, log) -> dict:
     """The findings of Tables 5-6 on `results`, then report.md and results.json (last: marks the suite complete);
     an interim report (results["pending"]: claims naming a pending variant are left out) is interim.md and
     interim.json alone."""
-    results["findings"] = judge_rows(with_floor(results), KIND, select_claims(["Table 5", "Table 6"]))
+    results["findings"] = suite_findings(results)
     pending = results.get("pending")
     if pending is not None and not results["variants"]:
         raise ConfigError(f"interim: no variant of the suite in {out} has finished yet (pending: {pending}); a suite "

@@ -56,6 +56,12 @@ def _params(n: int) -> str:
     return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k"
 
 
+def _table_parts(rows: list[dict], task: str, kind: str | None, split: str) -> tuple:
+    """(kind, the floor rows, the variants' rows, our metric columns [(title, key, format)]) of a table."""
+    ours = [(_on_split(t, split), k, f) for t, k, f in METRIC_COLUMNS.get(task, [("loss", "loss", "{:.3f}")])]
+    return kind or task, [r for r in rows if r.get("floor")], [r for r in rows if not r.get("floor")], ours
+
+
 def table_markdown(rows: list[dict], task: str, baseline: str = "V", kind: str | None = None,
                    split: str = "valid") -> str:
     """Markdown table: ours (params, metrics, change vs the baseline, tokens/s relative to it) beside the
@@ -68,10 +74,7 @@ def table_markdown(rows: list[dict], task: str, baseline: str = "V", kind: str |
     `kind`: the task kind (`reference_results.task_kind`); default the task itself. `split`: the split
     the metrics were measured on ("valid" or "test"), named in the column titles.
     """
-    kind = kind or task
-    floors = [r for r in rows if r.get("floor")]
-    rows = [r for r in rows if not r.get("floor")]
-    ours = [(_on_split(t, split), k, f) for t, k, f in METRIC_COLUMNS.get(task, [("loss", "loss", "{:.3f}")])]
+    kind, floors, rows, ours = _table_parts(rows, task, kind, split)
     main_title, main_key, _ = ours[0]
     base = next((r for r in rows if r["variant"] == baseline), None)
     paper_titles = list(paper_columns(kind, baseline))
@@ -130,10 +133,7 @@ def compare_table_markdown(rows: list[dict], task: str, baseline: str = "V", kin
     under MIN_SEEDS seeds. With 2 seeds a proportion's interval is Wilson's over the evaluation items (a t
     interval with 1 degree of freedom says nothing), marked as covering the items only. `reproduce` reports
     keep `table_markdown`."""
-    kind = kind or task
-    floors = [r for r in rows if r.get("floor")]
-    rows = [r for r in rows if not r.get("floor")]
-    ours = [(_on_split(t, split), k, f) for t, k, f in METRIC_COLUMNS.get(task, [("loss", "loss", "{:.3f}")])]
+    kind, floors, rows, ours = _table_parts(rows, task, kind, split)
     main_title, main_key, main_spec = ours[0]
     base = next((r for r in rows if r["variant"] == baseline), None)
     paper_titles = list(paper_columns(kind, baseline))

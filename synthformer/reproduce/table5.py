@@ -155,13 +155,10 @@ def sst2_findings(results: dict) -> list:
 def section(results: dict) -> Section:
     """The report section: pretrain_finetune's own report (per-task scores, averages, deltas vs V, the
     paper's GLUE/SuperGLUE columns) and its findings, plus the SST-2 claims on the sentiment task."""
-    from ..evidence.judge import judge_rows
-    from ..evidence.paper.claims import select
-    from ..evidence.rows import with_floor
-    from ..evidence.suite import KIND, report_markdown
+    from ..evidence.suite import report_markdown, suite_findings
 
     # judged now, not read from the suite's results.json: a rule or claim added since the runs applies to them too
-    results = {**results, "findings": judge_rows(with_floor(results), KIND, select(["Table 5", "Table 6"]))}
+    results = {**results, "findings": suite_findings(results)}
     text = report_markdown(results)
     text = text.split("## The paper's Table 5-6 claims")[0]  # the claims table of report.md lists them
     body = "\n".join(("#" + ln if ln.startswith("#") else ln) for ln in text.splitlines()[1:]).strip()
