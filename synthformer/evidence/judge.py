@@ -55,7 +55,7 @@ Every pair (subject A, other B) of a claim is judged on the **gap** = A's shortf
    when any pair is, else *undecidable at this size* when any pair is, else *reproduced*; step 1 overrides
    all of it with *inconclusive*.
 
-4. *Proxy.* A claim with a proxy metric (``Claim.proxy``; the MT BLEU claims: ``ppl``, the
+4. *Proxy.* A claim with a proxy metric (``Claim.proxy``; the MT BLEU and every Table 3 claim: ``ppl``, the
    teacher-forced perplexity, on the split the rows report) whose own metric is *not learned* by step 1 is judged again,
    steps 1-3, on the proxy: same subject, others, relation and threshold (relative gaps of the
    perplexity, lower is better; the paper printed no perplexity, so it is a proxy, not the claim),

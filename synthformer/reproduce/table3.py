@@ -48,8 +48,10 @@ SPEC = Spec(
                 "PersonaChat (no persona; the last three turns as context). d=128 with 3 + 3 layers at cpu, small at "
                 "gpu; greedy decoding below gpu. V trains first: where it does not clear the task's floor (lead-7; "
                 "for dialogue the better of the most frequent response and copying the context) on any claim's "
-                "metric, the other variants are not trained and the claims are inconclusive, not learned at that "
-                "budget. METEOR/CIDEr are absent (see below).",
+                "metric, each claim is judged on the teacher-forced perplexity instead, as MT's are, gated by the "
+                "target-side Kneser-Ney bigram, and its status says so; where V clears neither, the other variants "
+                "are not trained and the claims are inconclusive, not learned at that budget. METEOR/CIDEr are "
+                "absent (see below).",
 )
 
 
