@@ -596,7 +596,8 @@ def test_table3_claims_fall_back_on_the_ppl_proxy_and_it_opens_the_gate(ppl, sta
     v = {"variant": "V", "metrics": {"rougeL": 11.0, "ppl": 55.0}}
     assert J.gate_note(v, [floor], "seq2seq-summarization") is None
     v["metrics"]["ppl"] = 63.0  # better than the bigram, not 5% below it: no claim of the grid can be judged
-    assert J.gate_note(v, [floor], "seq2seq-summarization").startswith("not learned: V 11")
+    note = J.gate_note(v, [floor], "seq2seq-summarization")
+    assert note.startswith("not learned: V 11") and "; proxy (teacher-forced ppl) not learned either: V 63 vs " in note
 
 
 # ----------------------------------------------------------------------------- old rows, output

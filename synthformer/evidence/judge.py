@@ -582,8 +582,9 @@ def gate_note(row: dict, floors: list[dict], kind: str, claims: tuple[Claim, ...
         note = _not_learned(claim, [row], floors)
         if note is not None and claim.proxy and _floor_value(floors, claim.proxy) and row_stat(row, claim.proxy):
             on_proxy = replace(claim, metric=claim.proxy, lower_is_better=claim.proxy in LOWER_IS_BETTER, learned_on="")
-            if _not_learned(on_proxy, [row], floors) is None:
+            if (missed := _not_learned(on_proxy, [row], floors)) is None:
                 return None  # judged on its proxy
+            note += f"; proxy ({PROXY_LABELS[claim.proxy]}) not learned either: {missed.removeprefix('not learned: ')}"
         if note is None:
             return None
         notes.append(note)
