@@ -426,6 +426,11 @@ def status_rank(status: str) -> tuple[int, int, str]:
     return len(STATUSES), 0, status
 
 
+def _proxy_missed(claim: Claim, note: str) -> str:
+    """What is appended to a "not learned: ..." note when `claim`'s proxy is not learned either (`note`, its own)."""
+    return f"; proxy ({PROXY_LABELS[claim.proxy]}) {note.replace('not learned', 'not learned either', 1)}"
+
+
 def _proxy_finding(claim: Claim, rows: list[dict], finding: dict) -> dict:
     """The finding of a claim whose own metric was not learned (`finding`, inconclusive), judged on its
     proxy: the same subject, others, relation and threshold on the proxy metric, gated by the floor rows'
@@ -442,8 +447,7 @@ def _proxy_finding(claim: Claim, rows: list[dict], finding: dict) -> dict:
         return {**finding, "note": f"{finding['note']}; no proxy verdict on the {label}: {why}"}
     proxy, learned = found
     if not learned:
-        either = proxy["note"].replace("not learned", "not learned either", 1)
-        return {**finding, "note": f"{finding['note']}; proxy ({label}) {either}"}
+        return {**finding, "note": finding["note"] + _proxy_missed(claim, proxy["note"])}
     note = f"{title} {finding['note']}; the status is the proxy's: the {label} against the {floor[1]} floor"
     return {**proxy, "status": proxy_status(proxy["status"], claim),
             "benchmark": f"{claim.benchmark}; ours: proxy, {label}",
@@ -584,7 +588,7 @@ def gate_note(row: dict, floors: list[dict], kind: str, claims: tuple[Claim, ...
             on_proxy = replace(claim, metric=claim.proxy, lower_is_better=claim.proxy in LOWER_IS_BETTER, learned_on="")
             if (missed := _not_learned(on_proxy, [row], floors)) is None:
                 return None  # judged on its proxy
-            note += f"; proxy ({PROXY_LABELS[claim.proxy]}) not learned either: {missed.removeprefix('not learned: ')}"
+            note += _proxy_missed(claim, missed)
         if note is None:
             return None
         notes.append(note)

@@ -71,6 +71,7 @@ def grids(budget: str) -> list[Grid]:
     # V first, and at cpu and gpu the grid's gate: when V does not clear the floor on any claim of the grid, the
     # other variants are not trained (compare's `gate`): no claim could be judged at that budget.
     gate = per_budget(budget, None, "V", "V")
+    fraction = per_budget(budget, None, CPU_TUNE_FRACTION, None)
     summ = Grid("summarization", "Summarization: debian-descriptions (stands in for CNN/DailyMail)", "seq2seq",
                 "debian-descriptions", VARIANTS,
                 budget_train(budget, task="seq2seq", data="debian-descriptions",
@@ -79,8 +80,7 @@ def grids(budget: str) -> list[Grid]:
                                           dict(steps=10000, seq_len=256, decode="beam", num_beams=4, batch_size=32,
                                                warmup_steps=1000))),
                 budget_model(budget, **per_budget(budget, {}, dict(CPU_MODEL, max_seq_len=128), dict(max_seq_len=256))),
-                kind="seq2seq-summarization", gate=gate,
-                tune_fraction=per_budget(budget, None, CPU_TUNE_FRACTION, None),
+                kind="seq2seq-summarization", gate=gate, tune_fraction=fraction,
                 note="Encoder-decoder; the source is the lead of a Debian package's long description (its first "
                      "max_words words), the target the package's one-line synopsis. ROUGE-L/BLEU of the decoded "
                      "test split from the task (the claims); ROUGE-1/2/L below.")
@@ -91,8 +91,7 @@ def grids(budget: str) -> list[Grid]:
                                               dict(steps=10000, seq_len=128, warmup_steps=1000))),
                     budget_model(budget, **per_budget(budget, {}, dict(CPU_MODEL, max_seq_len=64),
                                                       dict(max_seq_len=128))),
-                    kind="seq2seq-dialogue", gate=gate,
-                    tune_fraction=per_budget(budget, None, CPU_TUNE_FRACTION, None),
+                    kind="seq2seq-dialogue", gate=gate, tune_fraction=fraction,
                     note="Encoder-decoder from the last three messages to the response. BLEU is sacrebleu's corpus "
                          "BLEU-4; ROUGE-L F1 from rouge-score.")
     return [summ, dialogue]
