@@ -96,7 +96,7 @@ def test_table5_reuse_fine_tunes_table4s_runs_and_refuses_other_settings(tmp_pat
     cfg = dataclasses.replace(cfg, batch_size=train["batch_size"])
     with pytest.raises(SynthformerError, match="trained with other settings: embed_dim"):
         reused(grid / "V", None, cfg, {"attention": "V", "embed_dim": 24})
-    for args, needle in [(("table5", "--reuse", tmp_path / "none"), "no readable reproduce.json there"),
+    for args, needle in [(("table5", "--reuse", tmp_path / "none"), "no reproduce.json there"),
                          (("table5", "--reuse", t5), "holds table5 at budget smoke; table5 reuses table4"),
                          (("table2", "--reuse", t4), "table2 reuses no other reproduction's runs")]:
         code, _, err = reproduce(*args[:1], "--budget", "smoke", "--out", tmp_path / "x", *args[1:])
