@@ -114,9 +114,9 @@ LRA_MEMORY_GB = {"V": (0.85, 9.48), "R+V": (0.65, 6.99), "linformer": (0.37, 0.9
 # for. A comparison shows the paper's columns of its own kind only and checks only its kind's claims.
 TASK_KINDS = ("lm", "mlm", "seq2seq", "seq2seq-mt", "seq2seq-dialogue", "seq2seq-summarization",
               "classify", "classify-topic", "classify-sentiment", "lra-listops", "lra-text", "lra-image",
-              "lra", "finetune")
+              "lra", "lra-4k", "finetune")
 # lra-text: LRA's byte-level text task; lra: the LRA summary rows (each variant's mean accuracy over the
-# LRA tasks run, "accuracy"); finetune: pretrain an MLM encoder, fine-tune on a GLUE-like suite (Tables 5-6)
+# LRA tasks run, "accuracy"); lra-4k: one token-mixing layer timed at LRA's longest length (speed, memory); finetune: pretrain an MLM encoder, fine-tune on a GLUE-like suite (Tables 5-6)
 # (task, registry data source) -> kind; any other data keeps the bare task name (no paper benchmark).
 DATA_KINDS = {("seq2seq", "bible-en-es"): "seq2seq-mt", ("seq2seq", "chitchat"): "seq2seq-dialogue",
               ("classify", "fortunes"): "classify-topic", ("classify", "sentiment"): "classify-sentiment",
