@@ -97,10 +97,10 @@ def test_mt_not_learned_or_every_other_task_left_out_is_inconclusive():
     unlearned_mt = {**healthy(), "mt": pair("mt", 3.0, 3.0, "R+D", V={"ppl": 99.0}, **{"R+D": {"ppl": 99.0}})}
     found = X.judge_reports(report(unlearned_mt))  # BLEU under 5 and ppl at the floor: MT left out
     assert found["status"] == "inconclusive" and found["differences"] == []
-    assert "MT not learned" in found["note"] and "gap" not in by_task(found)["mt"]
+    assert "MT left out" in found["note"] and "gap" not in by_task(found)["mt"]
     assert "mt (bleu missing" not in found["note"] and "R+D vs V on ppl: not learned" in found["note"]
     found = X.judge_reports(report({"mt": healthy()["mt"]}))
-    assert found["status"] == "inconclusive" and "every other task not learned" in found["note"]
+    assert found["status"] == "inconclusive" and "every other task left out" in found["note"]
 
 
 def test_mt_judged_on_its_ppl_proxy_when_bleu_is_not_learned_the_best_picked_again():

@@ -215,10 +215,10 @@ def judge_reports(reports: dict) -> dict:
     gaps = [task_gap(t, section_rows(reports.get(t.name), t.section)) for t in TASKS]
     status, diffs = decide(gaps)
     left = [f"{g.task.key} ({g.note})" for g in gaps if not g.learned]
+    mt_left = not next(g for g in gaps if g.task.key == MT).learned
     note = "; ".join(filter(None, [
-        ("MT not learned, so nothing to compare with" if not gaps[0].learned else
-         "every other task not learned" if not diffs else ""),
-        "left out, not learned: " + "; ".join(left) if left else "",
+        ("MT left out, so nothing to compare with" if mt_left else "every other task left out" if not diffs else ""),
+        "left out (not run, or not learned: below the floor): " + "; ".join(left) if left else "",
         "; ".join(f"{x['task']}'s removal gap below MT's by {-x['d']:.1%}" for x in diffs if x["interval"][1] < 0),
         "the best variant without V is picked on the same data its gap is measured on", EXCLUDED]))
     tasks = [{"task": g.task.key, "title": g.task.title, "name": g.task.name, "best": g.best, "metric": g.metric,
@@ -251,8 +251,8 @@ def markdown(finding: dict) -> str:
     for t in finding["tasks"]:
         metric = t["metric"] + (" (proxy)" if t["proxy"] else "")
         ours = _interval(t["gap"], *t["interval"]) + f" ({metric})" if "gap" in t else f"left out: {t['note']}"
-        d = diffs.get(t["task"])
-        rows.append([t["title"], t["best"] or "—", ours, _interval(d["d"], *d["interval"]) if d else "—", t["paper"]])
+        d = _interval(diffs[t["task"]]["d"], *diffs[t["task"]]["interval"]) if t["task"] in diffs else "—"
+        rows.append([t["title"], t["best"] or "—", ours, d, t["paper"]])
     return (f"`{finding['claim']}` ({finding['status']}): the removal gap per task, the best variant without V against "
             "V (positive: worse than V), and d, its difference from MT's (95% intervals).\n\n"
             + markdown_table(["task", "best without V (ours)", "our gap [95% interval]", "d = gap - MT's",
