@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import paper_tables as P
 import pytest
 
+from synthformer.evidence import crosstask as X
 from synthformer.evidence import judge as J
 from synthformer.evidence.paper import claims as C
 from synthformer.evidence.paper import numbers as N
@@ -728,6 +729,32 @@ def test_every_claims_paper_number_is_its_cell_of_the_paper():
     the paper's own cells); a claim naming no known cell fails too. Only a figure's claim has none."""
     assert P.claim_mismatches(C.CLAIMS, _paper_tables()) == []
     assert all(P.claim_source(c) for c in C.CLAIMS if c.paper)
+
+
+# The cross-task claim's columns (evidence/crosstask.py TASKS, its EnFr column and Table 7's IMDB, which its note
+# quotes) -> the paper's (table, column); "glue": Table 5 through numbers.glue_summary of the paper's own cells
+CROSS_TASK_CELLS = {"mt": ("Table 2", "ende_bleu"), "enfr": ("Table 2", "enfr_bleu"), "lm": ("Table 2", "lm1b_ppl"),
+                    "summarization": ("Table 3", "sum_rl"), "mlm": ("Table 4", "log_ppl"), "glue": ("glue", "accuracy"),
+                    "imdb": ("Table 7", "imdb")}
+
+
+@NEEDS_PAPER
+def test_the_cross_task_claims_derived_numbers_come_from_the_papers_cells():
+    """`s5-mt-least-affected`: each benchmark's best variant without V, its number, V's and the gap, derived again
+    from every row of the paper's own column (not numbers.py), equal crosstask's; its text and note quote only
+    printed numbers besides the gaps (percentages)."""
+    paper = _paper_tables()
+    columns = [(t.key, t.paper, t.lower_is_better) for t in X.TASKS]
+    columns += [("enfr", X.TASKS[0].beside[1], False), ("imdb", N.TABLE7_IMDB, False)]
+    for key, column, lower in columns:
+        table, col = CROSS_TASK_CELLS[key]
+        labels = P.LABELS["Table 5" if table == "glue" else table]
+        printed = {v: P.glue_from_paper(paper, v, col) if table == "glue" else P.paper_cell(paper, table, v, col)
+                   for v in labels}
+        assert set(column) == set(printed), key
+        assert X.paper_gap(printed, lower) == X.paper_gap(column, lower), key
+    quoted = _paper_numbers(re.sub(r"[+-]?\d+(?:\.\d+)?%", "", X.TEXT + X.EXCLUDED))
+    assert quoted <= _source_numbers(C.CLAIMS[0]), sorted(quoted - _source_numbers(C.CLAIMS[0]))
 
 
 @NEEDS_PAPER

@@ -409,6 +409,23 @@ def _judge(claim: Claim, rows: list[dict]) -> tuple[dict, bool] | None:
             "ours": ours, "pairs": pairs, **({"note": note} if note else {})}, learned
 
 
+def judge_learned(claim: Claim, rows: list[dict]) -> tuple[dict, bool] | None:
+    """Steps 1-3 of the rule on the claim's own metric alone, no proxy: (the finding, whether every variant compared
+    learned the metric: False when step 1, a floor or an older guard, made it inconclusive), or None when it cannot
+    be checked. For a rule built on this one (`synthformer.evidence.crosstask`: one pair per task)."""
+    return _judge(claim, rows)
+
+
+def proxy_claim(claim: Claim) -> Claim:
+    """`claim` on its proxy metric (step 4): the same subject, others, relation and threshold, the proxy's direction."""
+    return replace(claim, metric=claim.proxy, lower_is_better=claim.proxy in LOWER_IS_BETTER, proxy="")
+
+
+def floor_holds(rows: list[dict], metric: str) -> bool:
+    """Whether a floor row of `rows` holds `metric` (a proxy is judged only where a floor gates it)."""
+    return _floor_value([r for r in rows if is_floor(r)], metric) is not None
+
+
 def proxy_status(status: str, claim: Claim) -> str:
     """The status of a verdict reached on `claim`'s proxy, labelled so it never reads as one on its metric,
     e.g. "reproduced (proxy: teacher-forced ppl; BLEU not learned)"."""
@@ -439,8 +456,7 @@ def _proxy_finding(claim: Claim, rows: list[dict], finding: dict) -> dict:
     without a floor to gate it) leaves `finding` inconclusive, its note saying why."""
     label, title = PROXY_LABELS[claim.proxy], _title(claim.metric)
     floor = _floor_value([r for r in rows if is_floor(r)], claim.proxy)
-    found = _judge(replace(claim, metric=claim.proxy, lower_is_better=claim.proxy in LOWER_IS_BETTER, proxy=""),
-                   rows)
+    found = _judge(proxy_claim(claim), rows)
     if floor is None or found is None:
         why = (f"no floor row holds a {claim.proxy} to gate it (compute the floor again)" if found else
                f"a variant compared has no {claim.proxy}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..evidence import crosstask
 from ..evidence.paper.claims import CLAIMS
 from ..evidence.tables import markdown_table
 from .common import NOT_RUN, ReproduceError, short_finding, status_counts
@@ -258,7 +259,12 @@ def write_index(root: str | Path) -> Path:
             if not r["judged"]:
                 status = f"{status} (old rules)"
         claim_rows.append([table, f"{text} (`{cid}`)", f"**{status}**", where, _short(detail)])
+    cross = crosstask.judge_reports(reports)  # the claim across tasks, on the published reports of several names
+    where = ", ".join(f"{n} ({reports[n]['budget']})" for n in cross["names"]) or "not run yet"
+    claim_rows.append([cross["table"], f"{cross['text']} (`{cross['claim']}`)", f"**{cross['status']}**", where,
+                       _short(crosstask.detail(cross))])
     lines += [markdown_table(["table", "claim", "status", "where", "detail"], claim_rows), ""]
+    lines += [crosstask.markdown(cross), ""]
     lines += ["## Why ours differs", ""]
     for name, module in names().items():
         lines += [f"- **{name}**: {module.SPEC.differences}"]
