@@ -389,7 +389,9 @@ def test_table3_cpu_summarization_fits_the_model_with_1000_test_items():
     assert t["seq_len"] == summ.model["max_seq_len"] == 128 and t["data_options"] == {"max_words": 64}
     for grid in table3.grids("cpu"):  # the size measured in NOTES (MT's), and V trained first as the gate
         assert grid.variants[0] == grid.gate == "V" and (grid.model["embed_dim"], grid.model["num_layers"]) == (128, 3)
-        assert grid.train["steps"] == 2000 and grid.train["batch_size"] == 32
+        # the steps measured per task (NOTES, session 32): at 2,000 V sat at the bigram's perplexity on both
+        assert grid.train["steps"] == {"summarization": 4000, "dialogue": 6000}[grid.key]
+        assert grid.train["batch_size"] == 32
     assert all(grid.gate is None for grid in table3.grids("smoke"))  # the pipeline check trains every variant
     ensure_source(t["data"])
     data = load_source(t["data"], "seq2seq", **t["data_options"])
