@@ -21,6 +21,8 @@ from synthformer.tasks.classify import pair_splits
 from synthformer.training.loop import TrainConfig, prepare_data, train
 from synthformer.evidence.tuning import TuneConfig
 
+from conftest import ensure_source
+
 pytestmark = pytest.mark.filterwarnings("ignore:.*truncated")
 
 TINY = {"preset": "tiny", "batch_size": 4, "seq_len": 32, "threads": 1, "device": "cpu", "progress": False,
@@ -33,7 +35,10 @@ def quiet(msg):
 
 
 def suite(variants, tasks, out, *, reuse=None, only=None, interim=False, log=quiet, **settings):
-    """`pretrain_finetune` of a SuiteConfig with these settings."""
+    """`pretrain_finetune` of a SuiteConfig with these settings (its tasks' sources fetched first where missing)."""
+    for task in tasks:
+        if task in SUITE:
+            ensure_source(SUITE[task].data)
     return pretrain_finetune(SuiteConfig(tuple(variants), tuple(tasks), **settings), out, reuse=reuse, only=only,
                              interim=interim, log=log)
 

@@ -462,6 +462,7 @@ def test_lra_cpu_text_windows_fit_the_model_with_1000_test_items():
 
 
 def test_sentence_pair_loader_on_real_bible_text():
+    ensure_source("bible-paraphrase")  # a fresh machine fetches the two Debian bibles first
     s = load_source("bible-paraphrase", "classify", max_examples=200)
     labels = {y for _, y in s.train}
     assert labels == {0, 1}
