@@ -308,19 +308,17 @@ def run(ctx):
     from ..evidence.paper.numbers import LRA_LENGTHS
 
     sections, accuracy, all_results, benches = [], {}, [], {}
-    ran = grids(ctx.budget, ctx.out)
-    for grid in ran:
+    for grid in grids(ctx.budget, ctx.out):
         results = ctx.run_grid(grid)
         benches[grid.key] = add_bench(grid, results, ctx.out / grid.key, ctx.log)  # peak_bytes beside tokens/s
         all_results.append(results)
         accuracy[grid.key] = {r["variant"]: r["metrics"] for r in results["variants"]}
         extra = ""
         if grid.key == "text":
-            extra = text_counts(grid)
+            extra, text = text_counts(grid), (grid, results)
         sections.append(grid_section(grid, results, SPEC.tables, extra))
     # LRA's longest efficiency point (4K): the text grid's layer measured at that length (nothing trains at it)
-    at = next(i for i, g in enumerate(ran) if g.key == "text")
-    long = measured_bench(ran[at], all_results[at], ctx.out / "text",
+    long = measured_bench(*text, ctx.out / "text",
                           per_budget(ctx.budget, 64, LRA_LENGTHS[-1], LRA_LENGTHS[-1]), LONG_FILE, ctx.log)
     benches["text at LRA's 4K"] = long
     average = average_rows(all_results)
