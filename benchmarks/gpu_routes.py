@@ -5,7 +5,7 @@ blocks) launch-bound there: R 0.77x V at L=256, 0.36x at 4096. Since session 12 
 This times a training step of one layer through that path and through the CPU's choice forced
 (``shared_blocked``; FR also ``shared_fused``), checks that they give the same output and gradients, and
 prints V beside them. ``--mixtures R+V,R+D,FD+V,R+D+V`` also times learned full logits beside a dot product
-(and FD) through today's path (literal on CUDA up to ``paths.CUDA_LITERAL_ELEMENTS`` logits, FD blocked) against
+(and FD) through today's path (literal on CUDA up to ``paths.cuda_literal_elements`` logits) against
 the others forced.
 
     python benchmarks/gpu_routes.py --device cuda    # --device cpu tries it here (small sizes)
@@ -98,7 +98,7 @@ def main() -> int:
     P = paths.Path
     shared = [v for v in args.shared.split(",") if v]
     if shared:  # logits shared by the batch: the CPU's paths forced (shared_fused: FR's dot products only)
-        table(shared, (P.SHARED_BLOCKED, P.SHARED_FUSED), lengths, args.tokens, device, args.repeats,
+        table(shared, (P.SHARED_SOFTMAX, P.SHARED_BLOCKED, P.SHARED_FUSED), lengths, args.tokens, device, args.repeats,
               lambda spec, force: force is P.SHARED_FUSED and spec != "FR")
     if args.mixtures:  # learned full logits (flex needs a dot product, and a GPU for its backward)
         table(args.mixtures.split(","), (P.FLEX, P.BLOCKED, P.LITERAL), lengths, args.tokens, device, args.repeats,

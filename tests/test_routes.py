@@ -44,7 +44,7 @@ ROUTES = {
     "random":            "SB.s SB.s S.n  B.l  SB.s S.e  S.f  S.n  SB.s S.e  S.n  SB.s L    L    S",
     "fixed_random":      "SB.s SB.s S.n  B.l  SB.s S.e  S.f  S.n  SB.s S.e  S.n  SB.s L    L    S",
     "factorized_random": "SB.l SB.l S.n  F    SB.l S.e  S.f  S.n  SB.l S.e  S.n  SF   L    L    S",
-    "factorized_dense":  "B.l  B.l  B.l  B.l  B.l  B.l  B.l  B.l  B.l  L    L    B.l  L    L    B",
+    "factorized_dense":  "B.l  B.l  B.l  B.l  B.l  B.l  B.l  B.l  B.l  L    L    B.l  L    L    L",
     "R+V":               "M|B.f M|B.f M|B.f B.f B.f F    F    F    M|B.f F    F    M|B.f L    L    L",
     "D+V":               "M|F  M|F  M|F  F    F    F    F    F    F    F    F    M|F  L    L    F",
     "R+D":               "M|B.f M|B.f M|B.f B.f B.f F    F    F    M|B.f F    F    M|B.f L    L    L",
@@ -143,25 +143,56 @@ def test_route_of_every_spec_in_every_mode(spec, spy, monkeypatch):
 @pytest.mark.parametrize("spec", ALL_SPECS)
 @pytest.mark.parametrize("device", ["cpu", "cuda", "mps", "xpu"])
 def test_cuda_routes_learned_bias_to_literal_or_flex_and_shared_logits_to_one_softmax(spec, device, spy, monkeypatch):
-    """On CUDA, learned full logits beside a dot product take the literal path while the batch's logits are few,
-    else FlexAttention (its score_mod differentiates a captured bias; PyTorch's CPU kernels do not, so elsewhere
-    they take the compiled mixture kernel on CPU where it is built, else the blocked kernel). Logits shared by
-    the batch take the one shared softmax on CUDA (the blocked kernels' loops are launch-bound there)."""
+    """On CUDA, learned full logits (FD, or beside a dot product) take the literal path while the batch's logits
+    are few, else FlexAttention beside a dot product (its score_mod differentiates a captured bias; PyTorch's CPU
+    kernels do not, so elsewhere they take the compiled mixture kernel on CPU where it is built, else the blocked
+    kernel) and the blocked kernel for FD. Logits shared by the batch take the one shared softmax on CUDA (the
+    blocked kernels' loops are launch-bound there)."""
     _, routes = spy
     call(spec, "train", monkeypatch)
     route = dataclasses.replace(routes[0], device=device)
-    learned_bias_with_dot = "dot" in route.forms and route.full_needs_grad and route.input_dependent
+    learned_bias = route.full_needs_grad and route.input_dependent
     path = choose_path(route)
-    cpu_path = Path.MIXTURE if MIXTURE_BUILT and device == "cpu" else Path.BLOCKED
-    if learned_bias_with_dot:
-        assert path == (Path.LITERAL if device == "cuda" else cpu_path)  # few logits: literal beats flex
+    dot = "dot" in route.forms
+    cpu_path = Path.MIXTURE if MIXTURE_BUILT and device == "cpu" and dot else Path.BLOCKED
+    if learned_bias:
+        assert path == (Path.LITERAL if device == "cuda" else cpu_path)  # few logits: literal beats flex and blocked
         many = dataclasses.replace(route, batch=paths.CUDA_LITERAL_ELEMENTS // route.logits_per_example + 1)
-        assert choose_path(many) == (Path.FLEX if device == "cuda" else cpu_path)
+        assert choose_path(many) == (Path.FLEX if device == "cuda" and dot else cpu_path)
     elif not route.input_dependent and device == "cuda":
         assert path == Path.SHARED_SOFTMAX
     else:  # as on CPU, but the compiled mixture kernel is CPU-only (elsewhere: the fused path)
         cpu = choose_path(dataclasses.replace(route, device="cpu"))
         assert path == (Path.FUSED if cpu == Path.MIXTURE and device != "cpu" else cpu)
+
+
+@pytest.mark.parametrize("spec", ["R+V", "FD+V", "factorized_dense"])
+def test_cuda_literal_limit_grows_with_the_devices_memory(spec, spy, monkeypatch):
+    """The literal path's limit on CUDA: B=2, H=4, L=4096 (2^27 logits) is literal on an H200 (143,771 MiB),
+    past the limit on a 16 GiB device or where the memory is unknown (0), which keep CUDA_LITERAL_ELEMENTS."""
+    _, routes = spy
+    call(spec, "train", monkeypatch)
+    big = dataclasses.replace(routes[0], device="cuda", batch=2, logits_per_example=4 * 4096 * 4096)
+    past = Path.FLEX if "dot" in big.forms else Path.BLOCKED
+    assert choose_path(dataclasses.replace(big, device_memory=143771 << 20)) == Path.LITERAL
+    assert choose_path(dataclasses.replace(big, device_memory=16 << 30)) == past
+    assert choose_path(big) == past
+    assert paths.cuda_literal_elements(0) == paths.cuda_literal_elements(16 << 30) == paths.CUDA_LITERAL_ELEMENTS
+    assert paths.device_memory(torch.device("cpu")) == 0
+
+
+@pytest.mark.parametrize("spec,long_path", [("factorized_random", Path.SHARED_FUSED), ("random", Path.SHARED_SOFTMAX),
+                                            ("Fix+FR", Path.SHARED_SOFTMAX)])
+def test_cuda_shared_logits_take_the_flash_kernel_when_long(spec, long_path, spy, monkeypatch):
+    """On CUDA, FR's shared logits train through one shared softmax while short and through shared_fused (O(L)
+    memory) past CUDA_SHARED_FUSED_ELEMENTS logits per example; full tables (R, Fix+FR) keep the shared softmax."""
+    _, routes = spy
+    call(spec, "train", monkeypatch)
+    route = dataclasses.replace(routes[0], device="cuda")
+    assert choose_path(route) == Path.SHARED_SOFTMAX
+    long = dataclasses.replace(route, logits_per_example=paths.CUDA_SHARED_FUSED_ELEMENTS + 1)
+    assert choose_path(long) == long_path
+    assert choose_path(dataclasses.replace(long, training=False, grad=False)) == Path.SHARED_SOFTMAX  # eval
 
 
 def test_route_is_pure_and_hashable():

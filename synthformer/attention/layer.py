@@ -287,6 +287,7 @@ class SyntheticAttention(nn.Module):
         """The facts :func:`~synthformer.attention.kernels.paths.choose_path` decides on."""
         fulls = [t for t in terms if isinstance(t, FullLogits)]
         grad = torch.is_grad_enabled()  # (a slice of R taken under no_grad still says requires_grad)
+        exporting = paths.is_exporting()
         return Route(
             forms=tuple("dot" if isinstance(t, DotLogits) else "full" for t in terms),
             input_dependent=self.input_dependent,
@@ -297,7 +298,8 @@ class SyntheticAttention(nn.Module):
             attn_mask="float" if bias is not None else None if attn_mask is None else "bool",
             masks_batch_free=all(m is None or m.dim() == 2 or m.shape[0] == 1 for m in (static, bias)),
             device=v.device.type, logits_per_example=self.num_heads * lq * v.shape[2],
-            exporting=paths.is_exporting(), literal=literal, batch=v.shape[0], dtype=_compute_dtype(v),
+            exporting=exporting, literal=literal, batch=v.shape[0], dtype=_compute_dtype(v),
+            device_memory=0 if exporting else paths.device_memory(v.device),
             wide_features=sum(t.q.shape[-1] for t in terms if isinstance(t, DotLogits)) > v.shape[-1])
 
     def _cache_key(self, offset, lq, lk, static) -> tuple:

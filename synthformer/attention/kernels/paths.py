@@ -12,15 +12,17 @@ path               when (first match in :func:`choose_path`) and how
 =================  ===========================================================================================
 ``literal``        ``need_weights=True``, ``fast=False``, or tracing/exporting/compiling: the paper's equations,
                    S and the weights materialised (exports correctly; a compiler may fuse it); also learned
-                   full logits beside a dot product in training on CUDA while the batch's logits are few
-                   (``CUDA_LITERAL_ELEMENTS``): faster there than FlexAttention
+                   full logits (FD, and R, FD beside a dot product) in training on CUDA while the batch's
+                   logits fit the device's memory (:func:`cuda_literal_elements`): faster there than
+                   FlexAttention and the blocked kernels
 ``shared_softmax`` batch-independent logits (R, Fix, FR, Fix+FR) and batch-free masks, with dropout in
                    training, key padding, no-grad eval, or on CUDA (where the blocked kernels' loops over
                    heads and row blocks are launch-bound): one softmax (H, Lq, Lk) for the whole batch, the
                    batch folded into one GEMM per head, padding by a masked normaliser; cached between
                    no-grad eval calls until the weights change
-``shared_fused``   the same logits in training off CUDA, all members dot products (FR) and long (more logits per
-                   example than one block): batch folded into the values of one flash kernel call, O(L) memory
+``shared_fused``   the same logits in training, all members dot products (FR) and long (more logits per example
+                   than one block; on CUDA more than ``CUDA_SHARED_FUSED_ELEMENTS``): batch folded into the
+                   values of one flash kernel call, O(L) memory
 ``shared_blocked`` the same logits otherwise in training: batch folded, :func:`blocked_attention`
 ``flex``           learned full logits beside a dot product (R+V, R+D, FD+V) in training on CUDA, many logits:
                    FlexAttention, the full logits added by a ``score_mod`` that captures them (its backward
@@ -33,8 +35,9 @@ path               when (first match in :func:`choose_path`) and how
                    (R+V, Fix+V, R+D, FD+V, R+D+V) with gradients, or dot features wider than the values (D+V,
                    FR+V) in training: flash-style forward and backward in C++, the table's gradient summed over the
                    batch block by block, v never padded to the features' width (measurements at MIXTURE_DTYPES)
-``blocked``        learned full logits otherwise in training (FD; R+V with a user mask, or without the compiled
-                   kernel): :func:`blocked_attention`, the bias gradient without (B, H, Lq, Lk) tensors
+``blocked``        learned full logits otherwise in training (FD off CUDA or past the literal limit; R+V with a
+                   user mask, or without the compiled kernel): :func:`blocked_attention`, the bias gradient
+                   without (B, H, Lq, Lk) tensors
 =================  ===========================================================================================
 
 Below the paths, two more choices are named the same way: :func:`choose_shared_product` (how
@@ -47,6 +50,7 @@ else ``fused`` with a dot product, else ``literal`` (FD alone). Queries with no 
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Callable
@@ -92,6 +96,7 @@ class Route:
     batch: int = 1  # B (the literal path's logits on CUDA grow with it)
     dtype: str = "float32"  # the dtype attention computes in: the values' dtype, or autocast's
     wide_features: bool = False  # the dot members' features together are wider than the values (D+V, FR+V)
+    device_memory: int = 0  # total bytes of the CUDA device (0 elsewhere or unknown): the literal path's limit
 
 
 def is_exporting() -> bool:
@@ -101,7 +106,7 @@ def is_exporting() -> bool:
 
 
 def choose_path(r: Route) -> Path:
-    """The path a call takes (the table in the module docstring). Pure: reads only ``r`` and BLOCK_ELEMENTS."""
+    """The path a call takes (the table in the module docstring). Pure: reads only ``r`` and the module's limits."""
     if r.literal or r.exporting:
         return Path.LITERAL
     dots = "dot" in r.forms
@@ -109,16 +114,20 @@ def choose_path(r: Route) -> Path:
     if r.training and r.dropout > 0:  # dropout needs the weights
         return Path.SHARED_SOFTMAX if shared else Path.FUSED if dots else Path.LITERAL
     if shared:
-        if r.key_padding or not (r.training or r.grad) or r.device == "cuda":
+        if r.key_padding or not (r.training or r.grad):
             return Path.SHARED_SOFTMAX
-        if (all(f == "dot" for f in r.forms) and r.attn_mask != "float"
-                and r.logits_per_example > blocked_mod.BLOCK_ELEMENTS):
+        all_dots = all(f == "dot" for f in r.forms) and r.attn_mask != "float"
+        if r.device == "cuda":  # the blocked kernels' loops are launch-bound there
+            long = r.logits_per_example > CUDA_SHARED_FUSED_ELEMENTS
+            return Path.SHARED_FUSED if all_dots and long else Path.SHARED_SOFTMAX
+        if all_dots and r.logits_per_example > blocked_mod.BLOCK_ELEMENTS:
             return Path.SHARED_FUSED
         return Path.SHARED_BLOCKED
-    if dots and r.full_needs_grad and r.device == "cuda":
-        if r.batch * r.logits_per_example <= CUDA_LITERAL_ELEMENTS:
+    if r.full_needs_grad and r.device == "cuda":
+        if r.batch * r.logits_per_example <= cuda_literal_elements(r.device_memory):
             return Path.LITERAL
-        return Path.FLEX if flex_available() else Path.FUSED
+        if dots:
+            return Path.FLEX if flex_available() else Path.FUSED
     if (dots and (r.full_needs_grad or (r.wide_features and r.training and r.grad)) and r.device == "cpu"
             and r.attn_mask is None and r.dtype in MIXTURE_DTYPES and mixture_mod.available()):
         return Path.MIXTURE
@@ -127,13 +136,43 @@ def choose_path(r: Route) -> Path:
     return Path.BLOCKED
 
 
-CUDA_LITERAL_ELEMENTS = 1 << 26  # learned full logits beside a dot product in training on CUDA: the literal path up to
-# this many logits in the batch, FlexAttention above. Speed, H200, one layer d=256, H=4, 8192 tokens, train step
+CUDA_LITERAL_ELEMENTS = 1 << 26  # learned full logits in training on CUDA: the literal path up to this many logits
+# in the batch (or more where the device has the memory: cuda_literal_elements), FlexAttention (beside a dot
+# product) or the blocked kernels (FD) above. Speed, H200, one layer d=256, H=4, 8192 tokens, train step
 # (benchmarks/gpu_routes.py --mixtures, session 12): literal / flex time 0.56-0.78x at L=256, 0.22-0.43x at 1024
 # (2^25 logits), 0.14-0.37x at 4096 (2^27) for R+V, R+D, FD+V, R+D+V (flex's backward accumulates the captured
 # bias's gradient over the batch). Memory: the literal path keeps 4.5 (R+V) to 5.8 (FD+V) (B, H, Lq, Lk) fp32
 # tensors' worth for the backward (counted by saved-tensor hooks), about 1.1-1.5 GiB a layer at this limit; flex
-# keeps O(B L) and the (H, Lq, Lk) bias gradient, so above it (e.g. B=2, H=4, L=4096) memory decides
+# keeps O(B L) and the (H, Lq, Lk) bias gradient, so above it memory decides. Session 34, same shapes: at L=4096,
+# B=2 (2^27 logits) literal 6.5 / 9.4 ms (R+V, not causal / causal), 10.8 / 13.5 (FD+V), 7.0 / 9.7 (FD alone)
+# against flex's 30.6 / 31.4 and 33.9 / 35.5 and blocked's 16.9 / 111.6 (V 5.0 / 3.9); FD literal / blocked time
+# 0.77x / 0.24x at L=256 (not causal / causal), 0.80x / 0.14x at 1024 (benchmarks/results/routes-h200-s34.md).
+CUDA_LITERAL_BYTES_PER_LOGIT = 24  # what the literal path keeps for the backward: up to 5.8 fp32 (B, H, Lq, Lk) tensors
+CUDA_LITERAL_MEMORY_SHARE = 24  # one layer's literal path may keep 1/24 of the device's memory (H200: 2^27.9 logits)
+CUDA_SHARED_FUSED_ELEMENTS = 1 << 25  # logits shared by the batch, all dot products (FR), in training on CUDA: one
+# shared softmax up to this many logits per example, shared_fused above, where the shared softmax's (H, L, L)
+# copies (~4 of them, 2 GiB a layer at H=4, L=4096 in fp32) outweigh its speed. H200, d=256, H=4, 8192 tokens,
+# train step (session 34): FR at L=4096 shared_softmax 3.6 / 4.9 ms (not causal / causal), shared_fused 4.9 /
+# 3.6 (V 4.7 / 4.0); its peak memory was 2.03x one (B, H, L, L) fp32 tensor at B=2 (target <= 0.5x)
+
+
+def cuda_literal_elements(device_memory: int) -> int:
+    """The most logits in a batch for which learned full logits train through the literal path on CUDA: what one
+    layer's saved tensors (``CUDA_LITERAL_BYTES_PER_LOGIT`` a logit) fit in ``1/CUDA_LITERAL_MEMORY_SHARE`` of
+    the device's ``device_memory`` bytes, and never fewer than ``CUDA_LITERAL_ELEMENTS`` (0: unknown memory)."""
+    return max(CUDA_LITERAL_ELEMENTS, device_memory // (CUDA_LITERAL_BYTES_PER_LOGIT * CUDA_LITERAL_MEMORY_SHARE))
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_total_memory(index: int) -> int:
+    return torch.cuda.get_device_properties(index).total_memory
+
+
+def device_memory(device: torch.device) -> int:
+    """Total bytes of a CUDA device (cached per device); 0 elsewhere."""
+    if device.type != "cuda":
+        return 0
+    return _cuda_total_memory(torch.cuda.current_device() if device.index is None else device.index)
 
 
 MIXTURE_DTYPES = ("float32", "bfloat16")  # the compiled mixture kernel computes in fp32 (bf16 autocast casts up: R+V
