@@ -171,3 +171,21 @@ def test_kernel_applies_the_dot_products_weight_itself(shift):
     torch.testing.assert_close(got.double(), want, atol=1e-5, rtol=1e-4)
     for a, c in zip(got_g, want_g):
         torch.testing.assert_close(a.double(), c, atol=3e-5, rtol=1e-4)
+
+
+def test_a_build_stopped_midway_does_not_stop_the_next_process(tmp_path):
+    """torch waits forever on the ``lock`` file a killed build leaves; the next process removes it and loads."""
+    import fcntl
+    import subprocess
+    import sys
+
+    build_dir = mixture._build_dir()
+    with open(build_dir / "synthformer.flock", "a") as held:  # as a builder holds it, so no live build is touched
+        fcntl.flock(held, fcntl.LOCK_EX)
+        (build_dir / "lock").touch()  # what a build killed midway leaves
+    check = "from synthformer.attention.kernels import mixture; print(mixture.available())"
+    done = subprocess.run([sys.executable, "-W", "always", "-c", check], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
+    assert "stopped midway" in done.stderr
+    assert not (build_dir / "lock").exists()

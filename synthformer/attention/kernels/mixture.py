@@ -25,9 +25,11 @@ or None; scale (H,) or None; pad (B, Lk) bool (True = padding) or None. Rows wit
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import platform
+import sys
 import warnings
 from pathlib import Path
 
@@ -39,6 +41,36 @@ from torch import Tensor
 FORWARD_BLOCK = (128, 512)
 BACKWARD_BLOCK = (128, 256)
 SOURCE = Path(__file__).with_name("mixture_kernel.cpp")
+
+
+def _build_dir() -> Path:
+    """Where the kernel is built: torch's extension cache (``TORCH_EXTENSIONS_DIR`` moves it), one folder per
+    Python and torch version, so that a new torch never loads a binary built against another."""
+    from torch.utils.cpp_extension import get_default_build_root
+    tag = f"py{sys.version_info.major}{sys.version_info.minor}-torch{torch.__version__}"
+    return Path(get_default_build_root()) / f"synthformer_mixture-{tag}"
+
+
+
+@contextlib.contextmanager
+def _build_guard(build_dir: Path):
+    """Hold an OS lock on ``build_dir`` while torch builds or loads the kernel there (released by the OS when the
+    holder dies, unlike torch's ``lock`` file). Holding it, a ``lock`` file found is one a build killed midway
+    left (every synthformer process takes this lock first): it is removed, where torch would wait on it forever."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # no fcntl (Windows): torch's own lock file only
+        yield build_dir
+        return
+    with open(build_dir / "synthformer.flock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        stale = build_dir / "lock"
+        if stale.exists():
+            warnings.warn(f"synthformer: removed {stale}, left by a build of the mixture kernel that was stopped "
+                          "midway", RuntimeWarning, stacklevel=3)
+            stale.unlink(missing_ok=True)
+        yield build_dir
 
 
 @functools.cache
@@ -53,8 +85,9 @@ def _extension():
         flags = ["-O3", "-march=native", "-fno-math-errno", "-fopenmp"]
         if platform.machine() in ("x86_64", "AMD64"):
             flags.append("-mprefer-vector-width=512")  # AVX-512 where the CPU has it (GCC prefers 256 bits)
-        return load_inline(name="synthformer_mixture", cpp_sources=[SOURCE.read_text()], extra_cflags=flags,
-                           extra_ldflags=["-fopenmp"], verbose=False)
+        with _build_guard(_build_dir()) as build_dir:
+            return load_inline(name="synthformer_mixture", cpp_sources=[SOURCE.read_text()], extra_cflags=flags,
+                               extra_ldflags=["-fopenmp"], build_directory=str(build_dir), verbose=False)
     except Exception as e:  # noqa: BLE001 - any build failure means: use the pure-PyTorch routes
         warnings.warn(f"synthformer: the mixture attention kernel could not be built ({type(e).__name__}: {e}); "
                       "mixtures with a learned table run the slower 'blocked' path", RuntimeWarning, stacklevel=2)
