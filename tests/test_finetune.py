@@ -54,6 +54,12 @@ def mlm_run(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def sentiment():
+    """The sentiment source the init_from tests fine-tune on, fetched where missing (a fresh cache lacks it)."""
+    ensure_source("sentiment")
+
+
 # ----------------------------------------------------------------------------- <sep> and pairs
 def test_every_tokenizer_kind_has_sep_after_the_old_specials(tmp_path):
     assert SPECIALS[:5] == ["<pad>", "<bos>", "<eos>", "<unk>", "<mask>"] and SPECIALS[5] == "<sep>"
@@ -107,7 +113,7 @@ def test_bible_paraphrase_is_encoded_as_pairs_in_a_classify_run():
 
 
 # ----------------------------------------------------------------------------- init_from
-def test_init_from_starts_the_classifier_from_the_pretrained_encoder(mlm_run, tmp_path):
+def test_init_from_starts_the_classifier_from_the_pretrained_encoder(mlm_run, sentiment, tmp_path):
     out = tmp_path / "cls"
     cfg = TrainConfig(task="classify", data="sentiment", max_examples=40, steps=1, lr=1e-9, weight_decay=0.0,
                       init_from=str(mlm_run), out=str(out), **{**TINY, "final_eval_batches": 1})
@@ -128,7 +134,7 @@ def test_init_from_starts_the_classifier_from_the_pretrained_encoder(mlm_run, tm
     assert not torch.allclose(other.state_dict()["embed.tok.weight"], pre_sd["embed.tok.weight"])
 
 
-def test_init_from_refuses_a_misfit_before_writing_anything(mlm_run, tmp_path):
+def test_init_from_refuses_a_misfit_before_writing_anything(mlm_run, sentiment, tmp_path):
     out = tmp_path / "bad"
     cfg = TrainConfig(task="classify", data="sentiment", max_examples=40, steps=1, init_from=str(mlm_run),
                       out=str(out), **TINY)
@@ -149,7 +155,7 @@ def test_init_from_refuses_a_misfit_before_writing_anything(mlm_run, tmp_path):
         init_encoder(torch.nn.Module(), model, "x")  # a module without an encoder takes nothing
 
 
-def test_init_from_misfit_on_the_cli_is_one_line(mlm_run, tmp_path):
+def test_init_from_misfit_on_the_cli_is_one_line(mlm_run, sentiment, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "synthformer.cli", "train", "--task", "classify", "--data", "sentiment",
                            "--max_examples", "40", "--steps", "1", "--seq_len", "32", "--threads", "1",
                            "--init_from", str(mlm_run), "--attention", "D", "--out", str(tmp_path / "c"),
