@@ -90,8 +90,8 @@ LISTOPS_CPU_TUNE_FRACTION = 0.75
 TEXT_CPU_TUNE_FRACTION = 1.0
 # Image at cpu: at 300 steps of 8 the three seeds of one variant spread over 15 accuracy points (V 32.9-37.4, R+V
 # 34.1-49.9; reproductions/NOTES.md, session 30), so R+V close to V was undecidable; 10x the steps (1.2 epochs of
-# its 20,000 images) narrows that spread (issue 48). Sweep candidates keep the usual quarter of the run (750 steps).
-IMAGE_CPU_STEPS = 3000
+# its 20,000 images) is meant to narrow that spread (issue 48). Sweep candidates keep the usual quarter (750 steps).
+IMAGE_CPU = dict(steps=3000, max_examples=20000)
 
 
 def grids(budget: str, out: Path) -> list[Grid]:
@@ -120,9 +120,8 @@ def grids(budget: str, out: Path) -> list[Grid]:
                   "60/10/30 (no page in two splits); stands in for LRA's byte-level IMDB."),
         Grid("image", "Image: Fashion-MNIST as a pixel sequence", "classify", "fashion-mnist", VARIANTS,
              budget_train(budget, task="classify", data="fashion-mnist", tokenizer="byte",
-                          seq_len=per_budget(budget, 32, 784, 784), **common,
-                          steps=per_budget(budget, steps, IMAGE_CPU_STEPS, steps),
-                          **per_budget(budget, {}, dict(max_examples=20000), {})),
+                          seq_len=per_budget(budget, 32, 784, 784),
+                          **{**common, "steps": steps, **per_budget(budget, {}, IMAGE_CPU, {})}),
              budget_model(budget, max_seq_len=per_budget(budget, 32, 784, 784),
                           linformer_k=per_budget(budget, 8, 32, 32)),
              kind="lra-image",
