@@ -338,3 +338,18 @@ def test_a_reader_slower_than_every_rotation_is_not_starved(tmp_path):
         writer.wait()
     assert all(int(f.name[5:]) + 2 <= moved_on for f in held), (held, moved_on)
     assert not held[0].exists() and not held[1].exists()  # released, they went at the rotations after
+
+
+def test_recorded_json_keeps_number_lists_on_one_line_and_loads_back_equal(tmp_path):
+    from synthformer.utils.integrity import read_recorded, write_recorded_json
+    obj = {"variants": [{"variant": "V", "seeds": [{"seed": 1, "items": {"n": 3, "loss_sum": [1.5, 2.25, float("inf")],
+                                                                       "text": {"bleu": [[2, 1], [0, 0]]}}}]}],
+           "empty": {}, "none": [], 7: None, "path": Path("/x"), "tuple": (1, "a")}
+    write_recorded_json(tmp_path, tmp_path / "results.json", obj)
+    text = read_recorded(tmp_path, tmp_path / "results.json", "fix")
+    assert json.loads(text) == json.loads(json.dumps(obj, default=str))
+    lines = text.splitlines()
+    assert '"loss_sum": [1.5, 2.25, Infinity],' in {line.strip() for line in lines}  # a list of numbers: one line
+    assert '"bleu": [[2, 1], [0, 0]]' in {line.strip() for line in lines}
+    assert '"variant": "V",' in {line.strip() for line in lines}  # objects: one key per line
+    assert text.endswith("}\n") and len(lines) == 24

@@ -30,6 +30,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import SynthformerError
+from .jsonl import dumps_readable
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
@@ -104,7 +105,7 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def atomic_write_json(path: Path, obj) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, default=str) + "\n")
+    atomic_write_text(path, dumps_readable(obj) + "\n")
 
 
 def _pid_alive(pid: int) -> bool:
@@ -279,31 +280,56 @@ def read_digests(folder: Path) -> dict | None:
 def record_files(folder: Path, *paths: Path, drop: tuple = ()) -> None:
     """Record the current SHA-256 of ``paths`` (files inside ``folder``) in ``folder/digests.json``, and forget
     the relative paths in ``drop``; atomically, under a lock (a reader never sees half of it)."""
-    folder = Path(folder)
-    with _digests_locked(folder):
-        try:
-            files = read_digests(folder) or {}
-        except RecordError:
-            if not _TRUST.get():
-                raise
-            files = {}
-        for p in paths:
-            p = Path(p)
-            files[_rel(folder, p)] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
-        for rel in drop:
-            files.pop(rel, None)
-        atomic_write_json(folder / DIGESTS, {"manifest_version": MANIFEST_VERSION, "algorithm": "sha256",
-                                             "files": dict(sorted(files.items()))})
+    with _digests_locked(Path(folder)):
+        _record(Path(folder), paths, drop)
+
+
+def _record(folder: Path, paths, drop=()) -> None:  # under _digests_locked(folder)
+    try:
+        files = read_digests(folder) or {}
+    except RecordError:
+        if not _TRUST.get():
+            raise
+        files = {}
+    for p in paths:
+        p = Path(p)
+        files[_rel(folder, p)] = {"sha256": sha256_file(p), "bytes": p.stat().st_size}
+    for rel in drop:
+        files.pop(rel, None)
+    atomic_write_json(folder / DIGESTS, {"manifest_version": MANIFEST_VERSION, "algorithm": "sha256",
+                                         "files": dict(sorted(files.items()))})
 
 
 def write_recorded(folder: Path, path: Path, text: str) -> None:
-    """Write ``path`` (inside ``folder``) atomically and record its digest."""
-    atomic_write_text(path, text)
-    record_files(folder, path)
+    """Write ``path`` (inside ``folder``) atomically and record its digest, both under the folder's lock (so
+    `verify_recorded` beside this writer never sees the new file with the old digest)."""
+    with _digests_locked(Path(folder)):
+        atomic_write_text(path, text)
+        _record(Path(folder), [path])
 
 
-def write_recorded_json(folder: Path, path: Path, obj, indent: int = 2) -> None:
-    write_recorded(folder, path, json.dumps(obj, indent=indent, default=str) + ("\n" if indent == 2 else ""))
+def verify_recorded(root: Path) -> None:
+    """Check every file that a ``digests.json`` in ``root`` or below lists (and that exists: a deleted cell is
+    trained again) against its digest, before a command writes anything there: one RecordError naming the
+    first file that differs, so damage anywhere stops the command at once rather than after hours of other
+    grids' work. Nothing is checked under ``trust_unverified()`` (each file is then checked, with a warning,
+    where it is read)."""
+    if _TRUST.get() or not Path(root).is_dir():
+        return
+    for manifest in sorted(Path(root).rglob(DIGESTS)):
+        folder = manifest.parent
+        with _digests_locked(folder):
+            for rel, entry in (read_digests(folder) or {}).items():
+                path = folder / rel
+                if path.is_file() and (path.stat().st_size != entry["bytes"] or sha256_file(path) != entry["sha256"]):
+                    raise RecordError(f"{path}: contents differ from {manifest} (SHA-256 mismatch): changed after "
+                                      f"synthformer wrote it; restore it, or delete it to have it made again, or pass "
+                                      f"{TRUST_FLAG} to use it anyway (its digest is then recorded)")
+
+
+def write_recorded_json(folder: Path, path: Path, obj, indent: int | None = 2) -> None:
+    """`write_recorded` of ``obj`` as JSON: ``indent=None`` on one line (a cell), else `dumps_readable`."""
+    write_recorded(folder, path, json.dumps(obj, default=str) if indent is None else dumps_readable(obj, indent) + "\n")
 
 
 def read_recorded(folder: Path, path: Path, fix: str, adopt: bool = True) -> str:
