@@ -24,7 +24,7 @@ from pathlib import Path
 from ..data.sources import SOURCES
 from .common import AUTO_SEEDS, BUDGET_TUNE, BUDGETS, Context, ReproduceError, write_report
 from ..errors import SynthformerError
-from ..utils.integrity import read_recorded_json, write_recorded
+from ..utils.integrity import read_recorded_json, verify_recorded, write_recorded
 
 MANIFEST = "reproduce.json"  # name, budget and seeds of a run folder (a rerun must match them)
 
@@ -126,6 +126,7 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
         raise ReproduceError(f"--threads {threads} must be >= 1")
     check_sources(spec)
     out = Path(out) if out else default_out(name, budget)
+    verify_recorded(out)  # a damaged file anywhere in it: one line now, before anything is written
     if reuse is not None:
         check_reuse(module, Path(reuse), budget)
     if interim:
