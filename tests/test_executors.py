@@ -16,8 +16,10 @@ import pytest
 from conftest import kill_cli_when, run_in_process
 from test_compare import dialogue  # noqa: F401 (the tiny data file fixture)
 
+# --max_examples draws a subset of the data with a seed: every cell trains on the grid's subset, a resumed one too
 GRID = ["--variants", "V,R", "--seeds", "1", "--seq_len", "24", "--vocab_size", "300", "--batch_size", "4",
-        "--eval_every", "2", "--eval_batches", "2", "--threads", "1", "--progress", "false", "--warmup_steps", "1"]
+        "--eval_every", "2", "--eval_batches", "2", "--threads", "1", "--progress", "false", "--warmup_steps", "1",
+        "--max_examples", "200"]
 VOLATILE = ("time_s", "_per_s", "eval_s", "wall_s")  # timings: the only fields allowed to differ ...
 SETTLED = ("hardware", "resume")  # ... with the machine and whether the run was resumed (not what it computed)
 
@@ -100,22 +102,23 @@ def _holds(pid: int, file: Path) -> bool:
         return False
 
 
-@pytest.mark.slow  # about 25 s: two grids of 30 steps, one with a worker killed
+@pytest.mark.slow  # about a minute: two grids of 30 steps, 4 cells each, one with a worker killed
 def test_a_worker_killed_mid_cell_is_retried_and_the_grid_equals_an_uninterrupted_run(dialogue, tmp_path):  # noqa: F811
-    """SIGKILL of the worker training V once it has a checkpoint: the cell is tried again (resuming from it) and
-    every cell equals the in-process run's."""
-    steps = ["--steps", "30", "--checkpoint_every", "5"]
+    """SIGKILL of the worker training V's second seed once it has a checkpoint: the cell is tried again (resuming
+    from it) and every cell equals the in-process run's. The second seed is not the seed the grid's data subset is
+    drawn with (--max_examples), so a resumed run that drew its own would train and score on other examples."""
+    args = [*GRID, "--seeds", "2", "--steps", "30", "--checkpoint_every", "5", "--data", str(dialogue)]
     ref = tmp_path / "ref" / "a"
-    assert compare_main(*GRID, *steps, "--data", dialogue, "--out", ref)[0] == 0
+    assert compare_main(*args, "--out", ref)[0] == 0
     out = tmp_path / "a"
-    proc = subprocess.Popen([sys.executable, "-m", "synthformer", "compare", *GRID, *steps, "--data", str(dialogue),
-                             "--out", str(out), "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    deadline, killed = time.time() + 240, None
+    proc = subprocess.Popen([sys.executable, "-m", "synthformer", "compare", *args, "--out", str(out), "--jobs", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline, killed, run = time.time() + 240, None, out / "V-seed1"
     while killed is None and time.time() < deadline and proc.poll() is None:
-        if (out / "V" / "checkpoints" / "latest.json").exists() and not (out / "V" / "done.json").exists():
+        if (run / "checkpoints" / "latest.json").exists() and not (run / "done.json").exists():
             for pid in _workers(proc.pid):
-                if _holds(pid, out / "logs" / "V.log"):  # the worker training V writes its log
+                if _holds(pid, out / "logs" / "V-seed1.log"):  # the worker training it writes its log
                     os.kill(pid, signal.SIGKILL)
                     killed = pid
                     break
@@ -124,7 +127,7 @@ def test_a_worker_killed_mid_cell_is_retried_and_the_grid_equals_an_uninterrupte
     assert killed is not None, log
     assert proc.returncode == 0, log
     assert "worker died" in log and "trying again" in log
-    assert cells(out) == cells(ref)
+    assert cells(out) == cells(ref) and len(cells(ref)) == 4
 
 
 @pytest.mark.slow  # about 20 s: two grids and a killed driver

@@ -61,7 +61,7 @@ def run_job(job: Job) -> tuple[dict, list]:
     with open(job.log_file, "a", encoding="utf-8") as f, contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
         def log(msg):
             print(msg, flush=True)
-        result = train(dataclasses.replace(job.cfg, resume=resume), job.model, data=None if resume else job.data,
+        result = train(dataclasses.replace(job.cfg, resume=resume), job.model, data=job.data,
                        label=job.label, log=log, continue_from=None if resume else job.continue_from)
     return result, read_metrics(job.cfg.out)
 
@@ -103,13 +103,14 @@ def _exit_with_parent(period: float = 0.5) -> None:
 
 
 def jobs_of(grid: Grid, cells) -> list[Job]:
-    """The cells as jobs: each new run's data encoded once here (a resumed run reads its own)."""
+    """The cells as jobs, each with the grid's data encoded once here: a resumed run continues on the examples it
+    started with (its own seed would draw another subset where --max_examples caps the data)."""
     out = []
     for cell in cells:
         resume = (cell.run / "config.json").exists()
         rel = cell.run.resolve().relative_to(grid.out.resolve()) if cell.run.resolve().is_relative_to(
             grid.out.resolve()) else Path(cell.run.name)
-        out.append(Job(cell.cfg, cell.model, cell.label, None if resume or cell.data is None else cell.data(),
+        out.append(Job(cell.cfg, cell.model, cell.label, None if cell.data is None else cell.data(),
                        None if resume else cell.continue_from, grid.out / LOGS / f"{rel.as_posix()}.log"))
     return out
 

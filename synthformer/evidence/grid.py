@@ -149,11 +149,11 @@ class Grid:
         from ..training.loop import train
 
         resume = (cell.run / "config.json").exists()
-        source = None if resume else cell.continue_from  # resuming: train reads the run's own tokenizer and data
+        source = None if resume else cell.continue_from  # resuming: the run's own checkpoint, the grid's data
         if source is not None:
             self.log(f"{cell.label}: the same training as the sweep's winner {source}: continuing it (this seed's "
                      "own evaluation only)")
-        data = None if resume or cell.data is None else cell.data()
+        data = None if cell.data is None else cell.data()  # a resumed run too: the grid's subset, not its seed's
         return train(dataclasses.replace(cell.cfg, resume=resume), cell.model, data=data, label=cell.label,
                      log=self.log, continue_from=source)
 

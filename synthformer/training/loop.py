@@ -164,9 +164,12 @@ def _start(cfg: TrainConfig, overrides: dict, data: TaskData | None, out: Path, 
 
 def _reopen(cfg: TrainConfig, stored: dict, data: TaskData | None, out: Path, d: Dist, device: torch.device,
             say) -> Parts:
-    """A resumed run: the stored model config and the run's own tokenizer."""
+    """A resumed run: the stored model config and the run's own tokenizer (`data`, a grid's, encoded with it)."""
     model_cfg = stored_model_config(stored, out)
-    data = data or run_data(cfg, model_cfg, load_run_tokenizer(out), log=say)
+    tokenizer = load_run_tokenizer(out)
+    if data is not None and tokenizer_identity(data.tokenizer) != tokenizer_identity(tokenizer):
+        raise RunError(f"cannot resume {out}: the data given were encoded with another tokenizer than the run's")
+    data = data or run_data(cfg, model_cfg, tokenizer, log=say)
     parts = _build(cfg, model_cfg, data, d, device)
     if cfg.init_from:  # stopped before its first checkpoint: start from the pretrained encoder again
         init_encoder(parts.model, pretrained_encoder(cfg.init_from)[0].to(device), cfg.init_from)
