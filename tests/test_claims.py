@@ -194,7 +194,10 @@ def test_a_report_checks_only_its_own_kind(kind):
 def test_listops_run_gets_no_language_model_claims():
     rows = [seeded(v, "accuracy", [40.0, 41.0]) for v in ("V", "R", "Fix", "R+V")]
     names = {f["claim"] for f in J.judge_rows(rows, task_kind("classify", "listops"))}
-    assert names == {"lra-listops-rv-close-v", "t4-speed-r-vs-v", "t4-speed-rv-close-v", "lra-speed-rv-vs-v"}
+    assert names == {"lra-listops-rv-close-v", "t4-speed-r-vs-v", "t4-speed-rv-close-v"}
+    # LRA's 1K speed is byte-level text's (its efficiency table): judged on the Text grid only, not on every task
+    text = {f["claim"] for f in J.judge_rows(rows, "lra-text")}
+    assert {"lra-text-rv-close-v", "lra-speed-rv-vs-v"} <= text and "lra-listops-rv-close-v" not in text
 
 
 def test_a_claim_whose_metric_the_task_lacks_is_not_shown():

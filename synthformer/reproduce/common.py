@@ -224,7 +224,13 @@ def grid_section(grid: Grid, results: dict, tables: tuple, extra_body: str = "")
 def claim_statuses(spec: Spec, sections: list[Section]) -> list[dict]:
     """Every claim of the spec's tables: its status here, or why it was not checked."""
     out = []
-    found = {f["claim"]: f for s in sections for f in s.findings}
+    found = {}
+    for s in sections:
+        for f in s.findings:
+            if f["claim"] in found:  # judged twice (two grids of one kind list): one would silently hide the other
+                raise ReproduceError(f"claim {f['claim']} is judged by two sections of {spec.name}; give it one "
+                                     "task kind (evidence/paper/claims.py)")
+            found[f["claim"]] = f
     kinds = {k for s in sections for k in s.kinds}
     ran = {v for s in sections for v in s.variants}
     for claim in CLAIMS:
