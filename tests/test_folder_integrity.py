@@ -144,6 +144,23 @@ def test_reader_outside_the_cli_raises_record_error(tmp_path):
     read_recorded(folder, folder / "floor.json", "delete it")  # recorded now
 
 
+def test_verify_recorded_names_the_first_damaged_file_in_any_grid_below(tmp_path):
+    from synthformer.utils.integrity import verify_recorded, write_recorded_json
+
+    for grid in ("a", "b"):
+        (tmp_path / grid / "cells").mkdir(parents=True)
+        for cell in ("V", "R"):
+            write_recorded_json(tmp_path / grid, tmp_path / grid / "cells" / f"{cell}.json", {"loss": 1.0}, indent=None)
+    verify_recorded(tmp_path)  # undamaged
+    (tmp_path / "a" / "cells" / "R.json").unlink()  # deleted: trained again, not damage
+    verify_recorded(tmp_path)
+    (tmp_path / "b" / "cells" / "V.json").write_text('{"loss": 0.5}')
+    with pytest.raises(RecordError, match=r"b/cells/V.json: contents differ from .*b/digests.json.*--trust-unverified"):
+        verify_recorded(tmp_path)
+    with trust_unverified():
+        verify_recorded(tmp_path)  # each file is then checked where it is read
+
+
 # ----------------------------------------------------------------------------- a tiny reproduction
 @pytest.fixture(scope="module")
 def table7(tmp_path_factory):
