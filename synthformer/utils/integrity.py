@@ -322,9 +322,12 @@ def verify_recorded(root: Path) -> None:
             for rel, entry in (read_digests(folder) or {}).items():
                 path = folder / rel
                 if path.is_file() and (path.stat().st_size != entry["bytes"] or sha256_file(path) != entry["sha256"]):
-                    raise RecordError(f"{path}: contents differ from {manifest} (SHA-256 mismatch): changed after "
-                                      f"synthformer wrote it; restore it, or delete it to have it made again, or pass "
-                                      f"{TRUST_FLAG} to use it anyway (its digest is then recorded)")
+                    raise RecordError(f"{_changed(path, folder)}; restore it, or delete it to have it made again, "
+                                      f"or pass {TRUST_FLAG} to use it anyway (its digest is then recorded)")
+
+
+def _changed(path: Path, folder: Path) -> str:
+    return f"{path}: contents differ from {folder / DIGESTS} (SHA-256 mismatch): changed after synthformer wrote it"
 
 
 def write_recorded_json(folder: Path, path: Path, obj, indent: int | None = 2) -> None:
@@ -350,8 +353,7 @@ def read_recorded(folder: Path, path: Path, fix: str, adopt: bool = True) -> str
     elif rel not in files:
         why = f"{path}: not covered by {folder / DIGESTS} (added or copied in after the folder was written)"
     elif files[rel]["bytes"] != len(data) or hashlib.sha256(data).hexdigest() != files[rel]["sha256"]:
-        why = (f"{path}: contents differ from {folder / DIGESTS} (SHA-256 mismatch): changed after synthformer "
-               "wrote it")
+        why = _changed(path, folder)
     else:
         why = None
     if why is not None:

@@ -47,17 +47,13 @@ def dumps_readable(obj, indent: int = 2) -> str:
     line per number (table3's dialogue results.json: 30 MB indented, under 6 MB this way), while its objects keep
     one key per line. ``json.loads`` of the text equals ``json.loads(json.dumps(obj, default=str))``."""
     def enc(o, level: int) -> str:
-        if isinstance(o, (list, tuple)) and not any(isinstance(x, dict) for x in o):
+        if isinstance(o, dict) and o:  # keys as json writes them (1 -> "1", None -> "null")
+            parts, brackets = [f"{json.dumps(k if isinstance(k, str) else json.dumps(k))}: {enc(v, level + 1)}"
+                               for k, v in o.items()], "{}"
+        elif isinstance(o, (list, tuple)) and any(isinstance(x, dict) for x in o):
+            parts, brackets = [enc(v, level + 1) for v in o], "[]"
+        else:  # a scalar, a list of no object, an empty object, anything json's default=str writes
             return json.dumps(o, default=str)
-        items = o.items() if isinstance(o, dict) else enumerate(o) if isinstance(o, (list, tuple)) else None
-        if not items:  # a scalar, an empty object or list, or anything json's default=str writes
-            return json.dumps(o, default=str)
-        pad, end = " " * (indent * (level + 1)), " " * (indent * level)
-        if isinstance(o, dict):  # keys as json writes them (1 -> "1", None -> "null")
-            parts = [f"{json.dumps(k if isinstance(k, str) else json.dumps(k))}: {enc(v, level + 1)}"
-                     for k, v in items]
-        else:
-            parts = [enc(v, level + 1) for _, v in items]
-        open_, close = "{}" if isinstance(o, dict) else "[]"
-        return open_ + "\n" + ",\n".join(pad + p for p in parts) + "\n" + end + close
+        pad = " " * (indent * (level + 1))
+        return brackets[0] + "\n" + ",\n".join(pad + p for p in parts) + "\n" + " " * (indent * level) + brackets[1]
     return enc(obj, 0)
