@@ -333,6 +333,29 @@ def test_a_figures_share_keeps_the_weight_variance_of_its_seeds_in_their_cells(t
     assert kept["weight_var_2"] == pytest.approx(weight_var(out / "lm" / "R", 2)) and kept["weight_var_2"] > 0
 
 
+@pytest.mark.slow  # 15 s: table2's V, R, D at smoke, then figures from them
+def test_figures_reuse_takes_table2s_sweep_and_seeds_and_draws_from_their_weights(tmp_path):
+    """`reproduce figures --reuse` of a table2 folder of the same budget: table2's finished LM runs of V, R and D
+    (the same settings) stand in for its seeds (and sweep candidates, none at smoke: test_tuning); figures trains
+    nothing, keeps their cells, and measures and draws from table2's run folders."""
+    from synthformer.reproduce import reproduce as run_reproduce
+    from synthformer.reproduce.figures import weight_var
+
+    prepared("table2")
+    t2, figs, said = tmp_path / "t2", tmp_path / "figs", []
+    run_reproduce("table2", "smoke", out=t2, threads=1, only=["V", "R", "D"], log=lambda m: None)
+    run_reproduce("figures", "smoke", out=figs, threads=1, reuse=t2, log=said.append)
+    rows = {r["variant"]: r for r in json.loads((figs / "results.json").read_text())["sections"][0]["rows"]}
+    assert set(rows) == {"V", "R", "D"}
+    assert sum(f"finished in {t2 / 'lm'}" in m for m in said) == sum(len(r["seeds"]) for r in rows.values())
+    assert not [p for p in (figs / "lm").iterdir() if p.is_dir() and p.name != "cells"]  # no run trained here
+    for v, r in rows.items():  # the same runs: table2's scores and weights
+        theirs = json.loads((t2 / "lm" / "cells" / f"{v}.json").read_text())["result"]
+        assert r["seeds"][0]["metrics"]["loss"] == theirs["valid"]["loss"]
+        assert r["metrics"]["weight_var"] == pytest.approx(weight_var(t2 / "lm" / v, 2)) and r["metrics"]["weight_var"] > 0
+    assert all((figs / image).stat().st_size > 5000 for image in ("histograms.png", "attention.png"))
+
+
 def test_publish_and_index_list_every_claim_and_what_was_not_run(tmp_path):
     out = tmp_path / "reproductions"
     code, _, err = reproduce("table7", "--budget", "smoke", "--out", tmp_path / "run", "--publish", out)

@@ -233,10 +233,10 @@ def test_bad_tune_options_are_one_line(value, message, dialogue, tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-def test_a_sweep_is_taken_from_another_folder_of_the_same_settings(dialogue, tmp_path):
-    """`compare(sweeps_from=...)` (reproduce --reuse: figures takes table2's LM sweep): the finished candidates
-    of another folder with the same settings stand in for this one's (kept here as cells), the same values are
-    chosen, the seeds train here; a folder of other settings is refused, naming the difference."""
+def test_a_sweep_and_seeds_are_taken_from_another_folder_of_the_same_settings(dialogue, tmp_path):
+    """`compare(runs_from=...)` (reproduce --reuse: figures takes table2's LM runs): the finished candidates and
+    seeds of another folder with the same settings stand in for this one's (kept here as cells), the same values
+    are chosen, nothing trains here; a folder of other settings is refused, naming the difference."""
     from synthformer.evidence.compare import compare
     from synthformer.errors import SynthformerError
     from synthformer.evidence.tuning import TUNE_DIR
@@ -246,20 +246,21 @@ def test_a_sweep_is_taken_from_another_folder_of_the_same_settings(dialogue, tmp
     tune = TuneConfig(lr_mults=(1, 8), table_lr_mults=(1,), fraction=1.0)
     first = compare(["V", "R"], train, {}, tmp_path / "a", seeds=1, tune=tune, log=lambda m: None)
     said = []
-    second = compare(["V", "R"], train, {}, tmp_path / "b", seeds=1, tune=tune, sweeps_from=tmp_path / "a",
+    second = compare(["V", "R"], train, {}, tmp_path / "b", seeds=1, tune=tune, runs_from=tmp_path / "a",
                      log=said.append)
-    # two lrs a variant, then the steps beyond the edge its choice lands on: all taken from the first folder
-    assert sum(f"finished in {tmp_path / 'a'}" in m for m in said) == sum(len(r["sweep"]) for r in first["variants"])
+    # two lrs a variant, then the steps beyond the edge its choice lands on, and its seed: all from the first folder
+    assert sum(f"finished in {tmp_path / 'a'}" in m for m in said) == sum(len(r["sweep"]) + 1 for r in first["variants"])
     assert all(len(r["sweep"]) > 2 for r in first["variants"])
     assert not (tmp_path / "b" / TUNE_DIR).exists() and (tmp_path / "b" / "cells" / TUNE_DIR).is_dir()
     for cell in (tmp_path / "b" / "cells" / TUNE_DIR).rglob("*.json"):  # each candidate's curve comes along
         theirs = tmp_path / "a" / "cells" / cell.relative_to(tmp_path / "b" / "cells")
         assert json.loads(cell.read_text())["metrics"] == json.loads(theirs.read_text())["metrics"] != []
     assert [r["tuned"] for r in second["variants"]] == [r["tuned"] for r in first["variants"]]
-    assert all((Path(r["run"]) / "done.json").exists() and Path(r["run"]).parent == tmp_path / "b"
-               for r in second["variants"])
+    assert [r["metrics"] for r in second["variants"]] == [r["metrics"] for r in first["variants"]]
+    assert not [p for p in (tmp_path / "b").iterdir() if p.is_dir() and p.name != "cells"]  # no run folder here
+    assert all((tmp_path / "b" / "cells" / f"{r['variant']}.json").is_file() for r in second["variants"])
     with pytest.raises(SynthformerError, match="batch_size 4 \\(now 5\\)"):
-        compare(["V"], {**train, "batch_size": 5}, {}, tmp_path / "c", seeds=1, tune=tune, sweeps_from=tmp_path / "a",
+        compare(["V"], {**train, "batch_size": 5}, {}, tmp_path / "c", seeds=1, tune=tune, runs_from=tmp_path / "a",
                 log=lambda m: None)
 
 

@@ -97,7 +97,7 @@ def _open_folder(out: Path) -> None:
 def compare(variants: list[str], train_overrides: dict, model_overrides: dict, out: Path,
             log=print, seeds: int | None = None, kind: str | None = None, claims: list[str] | None = None,
             tune: TuneConfig | None = None, reuse: bool = False, only: list[str] | None = None,
-            interim: bool = False, sweeps_from: Path | None = None, gate: str | None = None,
+            interim: bool = False, runs_from: Path | None = None, gate: str | None = None,
             executor=None, own_table: bool = False) -> dict | None:
     """Train every variant `seeds` times (seeds s, s+1, ...) into ``out``; write table.md, curves.png,
     results.json.
@@ -114,7 +114,8 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     A finished one is returned (`reuse`) or its table printed again. Returns the results (results.json).
     `own_table`: compare's own table (`tables.compare_table_markdown`), not reproduce's (`table_markdown`).
 
-    `sweeps_from`: another comparison folder of the same settings whose finished sweep candidates stand in.
+    `runs_from`: another comparison folder of the same settings whose finished runs (sweep candidates and seeds)
+    stand in, kept here as cells.
 
     `only`: train just these variants' cells (sweep and seeds) and return None, writing no results.
 
@@ -151,7 +152,7 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
                 "model": dict(model_overrides), "seeds": "auto" if seeds is None else seeds,
                 "tune": tune.to_dict() if tune else None, **({"gate": names[0]} if gate else {})}
     plan = _Plan(tuple(names), base, dict(model_overrides), out, seeds, kind, chosen, tune, settings,
-                 None if only is None else tuple(only), sweeps_from, gate is not None, executor, own_table)
+                 None if only is None else tuple(only), runs_from, gate is not None, executor, own_table)
     if interim:
         if only is not None:
             raise CompareError("interim reports the finished variants and trains none: drop `only`")
@@ -259,7 +260,7 @@ class _Plan:
     tune: TuneConfig | None
     settings: dict  # settings.json
     only: tuple[str, ...] | None = None
-    sweeps_from: Path | None = None
+    runs_from: Path | None = None
     gate: bool = False
     executor: object = None  # how the grid trains its cells (synthformer.evidence.executors); None: in this process
     own_table: bool = False  # compare's own table format (`compare`'s `own_table`), not reproduce's
@@ -348,7 +349,7 @@ def _train_variants(plan: _Plan, grid: Grid, data, names: list[str], seeds: int,
             cfg = dataclasses.replace(base, **values, out=str(run_folder(out, name, seed, seeds)), seed=seed)
             repeats = seed == base.seed  # the old protocol: the first seed is the candidates' (`tuning.first_seed`)
             cells.append(Cell(cfg, {**plan.model, "attention": name}, tag, data=lambda: data,
-                              continue_from=winner_run(scores, base) if repeats else None))
+                              continue_from=winner_run(scores, base) if repeats else None, **_shared(plan, cfg)))
     found = dict(zip((c.label for c in cells), grid.run_all(cells)))
     rows = []
     for name in names:
@@ -365,9 +366,15 @@ def _train_variants(plan: _Plan, grid: Grid, data, names: list[str], seeds: int,
 
 
 def _candidate(plan: _Plan, data, cfg, model: dict, tag: str) -> Cell:
-    """A sweep candidate as a cell (taken from `sweeps_from` when it finished there)."""
-    theirs = plan.sweeps_from / Path(cfg.out).relative_to(plan.out) if plan.sweeps_from else None
-    return Cell(cfg, model, tag, data=lambda: data, theirs=theirs, their_grid=plan.sweeps_from)
+    """A sweep candidate as a cell (taken from `runs_from` when it finished there)."""
+    return Cell(cfg, model, tag, data=lambda: data, **_shared(plan, cfg))
+
+
+def _shared(plan: _Plan, cfg) -> dict:
+    """The Cell fields that take run ``cfg.out`` from `runs_from`, its counterpart there, when it finished."""
+    if plan.runs_from is None:
+        return {}
+    return {"theirs": plan.runs_from / Path(cfg.out).relative_to(plan.out), "their_grid": plan.runs_from}
 
 
 def _seed_row(cell: Cell, run: Path, result: dict, base) -> dict:

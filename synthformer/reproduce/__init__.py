@@ -114,7 +114,7 @@ def reproduce(name: str, budget: str = "smoke", seeds: int | None = None, out: s
     (the default sweep at cpu and gpu, none at smoke). `reuse`: a reproduction folder of the name this one
     reuses (the module's REUSES: table5 table4's, figures table2's) at the same budget, whose finished runs
     of the same settings stand in for this one's (table5: its pretraining sweep and seeds; figures: its
-    sweep); runs not finished there are trained here. `executor`: how the grids train their cells
+    sweep and seeds); runs not finished there are trained here. `executor`: how the grids train their cells
     (`synthformer.evidence.executors`; None: one after another in this process)."""
     module = get(name)
     spec = module.SPEC

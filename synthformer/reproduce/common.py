@@ -157,7 +157,7 @@ class Context:
                 return None
         return compare(list(grid.variants), self.train_overrides(grid), dict(grid.model), self.out / grid.key,
                        log=self.log, seeds=self.seeds, kind=grid.kind, tune=self.tune_for(grid), reuse=True, only=only,
-                       interim=self.interim, sweeps_from=None if self.reuse is None else self.reuse / grid.key,
+                       interim=self.interim, runs_from=None if self.reuse is None else self.reuse / grid.key,
                        gate=grid.gate, executor=self.executor)
 
     def tune_for(self, grid: Grid) -> TuneConfig | None:

@@ -11,7 +11,7 @@ from .common import Grid, ReproduceError, Section, Spec, budget_model, budget_tr
 from .table2 import LM_CPU_MODEL, LM_CPU_TRAIN  # the models drawn are table2's LMs, which clear the bigram floor
 
 VARIANTS = ("V", "R", "D")
-REUSES = "table2"  # `--reuse`: its LM grid (the same settings) has swept V, R and D: those candidates stand in
+REUSES = "table2"  # `--reuse`: its LM grid (the same settings) has trained V, R and D: its sweep and seeds stand in
 
 SPEC = Spec(
     name="figures",
@@ -65,14 +65,24 @@ def weight_var(run_dir, examples: int) -> float:
     return sum(h.std ** 2 for h in hists) / len(hists)
 
 
-def seed_weight_var(grid_out: Path, run: str, examples: int) -> float:
-    """`weight_var` of one seed: measured from its weights when its run folder is here, and kept in its cell
-    (so a clone or machine without the weights, where the grid is finished, still reads it); else its cell's."""
+def weights_of(run, shared: Path | None) -> Path | None:
+    """The finished run folder holding a seed's weights: its own, else the same run in `shared` (the `--reuse`
+    grid, table2's LM grid, whose finished seeds stand in for these); None when neither is on this machine."""
+    for folder in (Path(run), None if shared is None else shared / Path(run).name):
+        if folder is not None and (folder / "done.json").exists():
+            return folder
+    return None
+
+
+def seed_weight_var(grid_out: Path, run: str, examples: int, shared: Path | None = None) -> float:
+    """`weight_var` of one seed: measured from its weights when they are on this machine (`weights_of`), and
+    kept in its cell (so a clone or machine without the weights, where the grid is finished, still reads it);
+    else its cell's."""
     from ..evidence.cells import cell_file, load_cell, save_cell
 
     key, cell = f"weight_var_{examples}", load_cell(grid_out, Path(run))
-    if (Path(run) / "done.json").exists():
-        value = weight_var(run, examples)
+    if (weights := weights_of(run, shared)) is not None:
+        value = weight_var(weights, examples)
         if cell is not None and cell["result"].get(key) != value:
             save_cell(grid_out, Path(run), {**cell["result"], key: value}, cell["metrics"])
         return value
@@ -82,7 +92,7 @@ def seed_weight_var(grid_out: Path, run: str, examples: int) -> float:
                          f"{cell_file(grid_out, Path(run))} and rerun to train it here")
 
 
-def add_weight_var(results: dict, grid_out: Path, examples: int) -> None:
+def add_weight_var(results: dict, grid_out: Path, examples: int, shared: Path | None = None) -> None:
     """Put "weight_var" (`seed_weight_var`) into every seed's metrics and every row's mean, std and 95%
     interval, so that the figures claim is judged like any metric."""
     from ..utils.stats import stat
@@ -90,7 +100,7 @@ def add_weight_var(results: dict, grid_out: Path, examples: int) -> None:
 
     for row in results["variants"]:
         for s in row["seeds"]:
-            s["metrics"]["weight_var"] = seed_weight_var(grid_out, s["run"], examples)
+            s["metrics"]["weight_var"] = seed_weight_var(grid_out, s["run"], examples, shared)
         st = stat([s["metrics"]["weight_var"] for s in row["seeds"]])
         row["metrics"]["weight_var"], row.setdefault("metrics_std", {})["weight_var"] = st.mean, st.std
         found = intervals([{"metrics": {"weight_var": s["metrics"]["weight_var"]}} for s in row["seeds"]])
@@ -114,11 +124,12 @@ def after_share(ctx, grid: Grid) -> None:
 def run(ctx):
     grid = grids(ctx.budget)[0]
     results = ctx.run_grid(grid)
+    shared = None if ctx.reuse is None else ctx.reuse / grid.key  # table2's LM grid: its seeds stand in for these
     runs = [r["run"] for r in results["variants"]]
     names = "V, R, D"
     smoke = ctx.budget == "smoke"  # fewer panels and inputs: the pipeline check only
     ctx.log(f"{ctx.name}: variance of the trained attention weights of every run")
-    add_weight_var(results, ctx.out / grid.key, examples(ctx.budget))
+    add_weight_var(results, ctx.out / grid.key, examples(ctx.budget), shared)
     figures = [("histograms", "histograms.png",
                 f"Attention weights of {names} LMs at several layers, trained and initial (paper Figures 2-3)",
                 dict(examples=2, bins=20) if smoke else None),
@@ -128,12 +139,13 @@ def run(ctx):
     images, lines = [], []
     for what, file, title, extra in figures:
         if not (ctx.out / file).exists():
-            if missing := [r for r in runs if not (Path(r) / "done.json").exists()]:
+            if missing := [r for r in runs if weights_of(r, shared) is None]:
                 raise ReproduceError(f"drawing {file} needs the weights of {', '.join(map(str, missing))}, not on "
                                      "this machine (a cell keeps scores, not weights): delete their cells under "
-                                     f"{ctx.out / grid.key / 'cells'} and rerun to train them here")
+                                     f"{ctx.out / grid.key / 'cells'} and rerun to train them here (or rerun "
+                                     "with --reuse naming the table2 folder that holds them)")
             ctx.log(f"{ctx.name}: drawing {file}")
-            draw(what, runs, ctx.out / file, title, extra)
+            draw(what, [weights_of(r, shared) for r in runs], ctx.out / file, title, extra)
         images.append(file)
         lines.append(f"- `{file}`: {title}; the same figure for any run: `synthformer plot {what} --run DIR`.")
     lines.append("- Variance of the trained attention weights (`weight_var`, the mean over the histograms' layers; "
