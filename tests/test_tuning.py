@@ -150,6 +150,17 @@ def test_a_choice_at_an_edge_of_the_lr_grid_is_followed_beyond_it(tmp_path):
     chosen, trained = run(8e-3, edge_steps=0)
     assert len(trained) == 8 and chosen["lr"] == 4e-3
     assert beyond_edge([{"lr": 1e-3, "warmup_steps": 10, "table_lr_mult": 1.0, "valid": 2.0}]) is None
+    # a variant without tables: its finer grid continues at half-octave steps beyond either edge (`edge_spacing`),
+    # the lrs exactly those of the grid's formula; before `edge_spacing` the edge was doubled (halved)
+    top = base.lr * 4 * 2 ** 0.5  # the finer grid's largest: 5.66x
+    for spacing, above, below in [(True, [base.lr * 8, base.lr * 4 * 2 ** 1.5], [base.lr * 0.5 * 2 ** -0.5, base.lr / 4]),
+                                  (None, [top * 2, top * 4], [base.lr / 4, base.lr / 8])]:
+        for best, expected in [(1.0, above), (1e-6, below)]:
+            trained = []
+            sweep("V", base, {}, tmp_path, TuneConfig(edge_spacing=spacing),
+                  lambda cells: [trained.append(c[0].lr) or {"valid": {"loss": abs(c[0].lr / best - 1)}}
+                                 for c in cells], log=lambda m: None)
+            assert len(trained) == 10 and trained[8:] == expected, (spacing, best, trained)
 
 
 def test_the_lowest_finite_loss_wins():

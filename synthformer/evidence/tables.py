@@ -271,7 +271,7 @@ def tuning_markdown(rows: list[dict], protocol: dict | None, seeds: list | None 
     lines = [f"Tuning (the same sweep for every variant, chosen by validation {protocol.get('metric', 'loss')}; "
              f"`synthformer.evidence.tuning`): lr x{mults} of the base, table multiplier {tables} where a variant has "
              f"position tables, {protocol['fraction']:g} of the steps per candidate"
-             f"{_beyond_edges(protocol.get('edge_steps', 0))}. {protocol_text(protocol, seeds)}", "",
+             f"{_beyond_edges(protocol)}. {protocol_text(protocol, seeds)}", "",
              "| model | lr | warm-up | table lr x | n | candidates (lr, warm-up, table x: validation) |",
              "|---|---|---|---|---|---|"]
     for r in rows:
@@ -293,12 +293,13 @@ def tuning_markdown(rows: list[dict], protocol: dict | None, seeds: list | None 
     return "\n".join(lines)
 
 
-def _beyond_edges(steps: int) -> str:
-    """How the protocol (`TuneConfig.edge_steps`) extends a choice at an edge of the lr grid."""
-    if not steps:
+def _beyond_edges(protocol: dict) -> str:
+    """How the protocol (`TuneConfig.edge_steps`, ``edge_spacing``) extends a choice at an edge of the lr grid."""
+    if not (steps := protocol.get("edge_steps", 0)):
         return ""
-    return (f"; a choice at the largest (smallest) lr gets a candidate at twice (half) it, while the new one wins, "
-            f"at most {steps}")
+    step = ("the next lr of its grid continued at the grid's own spacing" if protocol.get("edge_spacing") else
+            "twice (half) it")
+    return f"; a choice at the largest (smallest) lr gets a candidate at {step}, while the new one wins, at most {steps}"
 
 
 def findings(rows: list[dict], kind: str, claims=None, gated: dict | None = None) -> list[dict]:

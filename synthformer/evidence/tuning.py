@@ -18,8 +18,11 @@ the baselines got no tuning at all). The protocol, used by `synthformer compare 
    is scored by its loss on the validation split (final evaluation; every task reports a loss; no
    decoding). The lowest loss wins; a tie goes to the earlier candidate (the smaller lr).
 3. A winner at an edge of the lr grid (its largest or smallest lr) may not be the best: one candidate
-   beyond that edge is trained (twice the largest lr, or half the smallest, with the winner's warm-up
-   and table multiplier), and again while the new one wins, at most ``edge_steps`` times (default 2).
+   beyond that edge is trained (with ``edge_spacing``, the default, the variant's own lr grid continued one
+   step: half-octave steps where it is cut finer, else twice the largest lr or half the smallest; with the
+   winner's warm-up and table multiplier), and again while the new one wins, at most ``edge_steps`` times
+   (default 2). Before ``edge_spacing`` (issue 48's sessions) a finer grid stepped beyond by twice (half)
+   its edge, skipping the half-octave between.
    So every variant's choice is inside the lrs it was tried at, or the report says it is not.
    A classifier's sweep in which no candidate beats the validation split's majority class chose on noise
    (lra text at a quarter of its steps did): it is logged and the report names it (`at_chance`).
@@ -31,7 +34,7 @@ the baselines got no tuning at all). The protocol, used by `synthformer compare 
    candidates seed 0 *was* the winner, a best-of-8, and its gap to seeds 1-2 favoured the variants with
    more candidates).
 
-Folders started before these two options (their settings lack them: None) keep the protocol they were run
+Folders started before these options (their settings lack them: None) keep the protocol they were run
 with (`recorded_protocol`): seed 0 is the first reported seed, and a whole-run winner is continued as it
 (`winner_run`; `train`'s continue_from); variants without tables get 4 candidates. The reports say which
 protocol a grid used (`protocol_text`).
@@ -60,7 +63,7 @@ from ..errors import ConfigError
 
 TUNED_KEYS = ("lr", "warmup_steps", "table_lr_mult")  # the TrainConfig fields the sweep chooses
 TUNE_DIR = "tune"  # candidate runs: OUT/tune/<variant>/<candidate>
-PROTOCOL_KEYS = ("fresh_seeds", "equal_candidates")  # the TuneConfig fields a grid folder keeps (`recorded_protocol`)
+PROTOCOL_KEYS = ("fresh_seeds", "equal_candidates", "edge_spacing")  # what a grid folder keeps (`recorded_protocol`)
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class TuneConfig:
     # the protocol of issue 48 (None: a folder recorded before it, run the old way; see the module docstring)
     fresh_seeds: bool | None = True  # the reported seeds follow the candidates' seed, each trained from scratch
     equal_candidates: bool | None = True  # variants without tables get a finer lr grid, as many candidates
+    edge_spacing: bool | None = True  # beyond an edge the lr grid continues at its own spacing (None: x2, /2)
 
     def __post_init__(self):
         for name in ("lr_mults", "table_lr_mults"):
@@ -122,12 +126,29 @@ def lr_grid(tune: TuneConfig, tables: bool) -> list[float]:
     ``equal_candidates`` each step of ``lr_mults`` cut into k geometric steps (k = the number of table
     multipliers), the last step repeated above the top, so that it gets as many candidates: with the defaults
     0.5, 0.71, 1, 1.41, 2, 2.83, 4, 5.66."""
-    k, mults = len(tune.table_lr_mults), sorted(tune.lr_mults)
-    if tables or not tune.equal_candidates or k == 1:
+    k, mults, ratios = _spacing(tune, tables)
+    if k == 1:
         return list(tune.lr_mults)
+    return [m * r ** (j / k) for m, r in zip(mults, ratios) for j in range(k)]
+
+
+def _spacing(tune: TuneConfig, tables: bool) -> tuple[int, list, list]:
+    """(k, the sorted lr_mults, the ratio from each to the next, the last repeated above the top): `lr_grid`
+    cuts each step into k (1: the grid is lr_mults as given)."""
+    k, mults = len(tune.table_lr_mults), sorted(tune.lr_mults)
     ratios = [b / a for a, b in zip(mults, mults[1:])] or [2.0]
     ratios.append(ratios[-1])  # above the top: the last step again
-    return [m * r ** (j / k) for m, r in zip(mults, ratios) for j in range(k)]
+    return (1 if tables or not tune.equal_candidates else k), mults, ratios
+
+
+def beyond_grid(tune: TuneConfig, tables: bool, side: int, n: int) -> float:
+    """The lr multiplier of the n-th candidate beyond the top (`side` 1) or bottom (-1) of a variant's `lr_grid`:
+    the grid continued at its own spacing (``edge_spacing``), e.g. 8 and 11.3 above the default finer grid's
+    5.66, 8 and 16 above 4 for a variant with tables."""
+    k, mults, ratios = _spacing(tune, tables)
+    if side > 0:
+        return mults[-1] * ratios[-1] ** ((k - 1 + n) / k)
+    return mults[0] * ratios[0] ** (-n / k)
 
 
 def first_seed(seed: int, tune: TuneConfig | None) -> int:
@@ -192,7 +213,8 @@ class Sweep:
         self.folder = out / TUNE_DIR / variant
         self.steps = tune.steps(base.steps)
         self.scores: list[dict] = []
-        found = candidates(tune, base, has_tables(base.task, base.preset, model_overrides, variant))
+        self.tables = has_tables(base.task, base.preset, model_overrides, variant)
+        found = candidates(tune, base, self.tables)
         self._next = [(values, f"{i + 1}/{len(found)}") for i, values in enumerate(found)]
         self._edges = 0
 
@@ -227,6 +249,9 @@ class Sweep:
         self._next = []
         if self._edges < self.tune.edge_steps and (values := beyond_edge(self.scores)) is not None:
             self._edges += 1
+            if self.tune.edge_spacing:  # the grid continued (`beyond_grid`), not the edge doubled
+                side = 1 if values["lr"] > max(c["lr"] for c in self.scores) else -1
+                values["lr"] = self.base.lr * beyond_grid(self.tune, self.tables, side, self._edges)
             self._next = [(values, f"beyond the edge {self._edges}/{self.tune.edge_steps}")]
 
     def choice(self) -> tuple[dict, list[dict]]:
@@ -273,7 +298,8 @@ def at_chance(scores: list[dict]) -> bool:
 
 def beyond_edge(scores: list[dict]) -> dict | None:
     """The next candidate when the best of `scores` has the largest lr tried (twice it) or the smallest (half
-    it), with the best's warm-up and table multiplier; None when the best lies inside (or only one lr was tried)."""
+    it), with the best's warm-up and table multiplier; None when the best lies inside (or only one lr was tried).
+    Under ``edge_spacing`` the `Sweep` puts its own grid's next lr (`beyond_grid`) in place of the doubled one."""
     best = scores[best_index([c["valid"] for c in scores])]
     lrs = sorted({c["lr"] for c in scores})
     if len(lrs) < 2 or lrs[0] < best["lr"] < lrs[-1]:
