@@ -114,8 +114,7 @@ def compare(variants: list[str], train_overrides: dict, model_overrides: dict, o
     A finished one is returned (`reuse`) or its table printed again. Returns the results (results.json).
     `own_table`: compare's own table (`tables.compare_table_markdown`), not reproduce's (`table_markdown`).
 
-    `runs_from`: another comparison folder of the same settings whose finished runs (sweep candidates and seeds)
-    stand in, kept here as cells.
+    `runs_from`: another comparison folder of the same settings whose finished candidates and seeds stand in.
 
     `only`: train just these variants' cells (sweep and seeds) and return None, writing no results.
 
