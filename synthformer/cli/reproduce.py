@@ -39,8 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reuse", metavar="DIR", default=None,
                    help="the --out of the reproduction this name shares runs with, at the same budget: table5 takes "
                         "table4's finished MLM sweep and seed runs as its pretraining (the paper fine-tunes the "
-                        "models it pretrains), figures takes table2's LM sweep and seeds (drawn from table2's weights); each checked to have the same "
-                        "settings; runs not finished there are trained here")
+                        "models it pretrains), figures takes table2's LM sweep and seeds (drawn from table2's "
+                        "weights); each checked to have the same settings; runs not finished there are trained here")
     p.add_argument("--interim", action="store_true",
                    help="train nothing: in every grid of --out that has started, write interim.md from the variants "
                         "whose sweep and seeds have all finished (claims naming an unfinished one are left out); "
