@@ -250,8 +250,7 @@ class Sweep:
         if self._edges < self.tune.edge_steps and (values := beyond_edge(self.scores)) is not None:
             self._edges += 1
             if self.tune.edge_spacing:  # the grid continued (`beyond_grid`), not the edge doubled
-                side = 1 if values["lr"] > max(c["lr"] for c in self.scores) else -1
-                values["lr"] = self.base.lr * beyond_grid(self.tune, self.tables, side, self._edges)
+                values["lr"] = self.base.lr * beyond_grid(self.tune, self.tables, edge_side(self.scores), self._edges)
             self._next = [(values, f"beyond the edge {self._edges}/{self.tune.edge_steps}")]
 
     def choice(self) -> tuple[dict, list[dict]]:
@@ -300,12 +299,20 @@ def beyond_edge(scores: list[dict]) -> dict | None:
     """The next candidate when the best of `scores` has the largest lr tried (twice it) or the smallest (half
     it), with the best's warm-up and table multiplier; None when the best lies inside (or only one lr was tried).
     Under ``edge_spacing`` the `Sweep` puts its own grid's next lr (`beyond_grid`) in place of the doubled one."""
+    if not (side := edge_side(scores)):
+        return None
+    best = scores[best_index([c["valid"] for c in scores])]
+    return {"lr": best["lr"] * (2.0 if side > 0 else 0.5), **{k: best[k] for k in TUNED_KEYS if k != "lr"}}
+
+
+def edge_side(scores: list[dict]) -> int:
+    """1 when the best of `scores` has the largest lr tried, -1 the smallest, 0 when it lies inside (or only one
+    lr was tried)."""
     best = scores[best_index([c["valid"] for c in scores])]
     lrs = sorted({c["lr"] for c in scores})
     if len(lrs) < 2 or lrs[0] < best["lr"] < lrs[-1]:
-        return None
-    return {"lr": best["lr"] * (2.0 if best["lr"] == lrs[-1] else 0.5),
-            **{k: best[k] for k in TUNED_KEYS if k != "lr"}}
+        return 0
+    return 1 if best["lr"] == lrs[-1] else -1
 
 
 def best_index(losses: list[float]) -> int:
