@@ -34,13 +34,13 @@ def quiet(msg):
     pass
 
 
-def suite(variants, tasks, out, *, reuse=None, only=None, interim=False, log=quiet, **settings):
+def suite(variants, tasks, out, *, reuse=None, only=None, interim=False, log=quiet, executor=None, **settings):
     """`pretrain_finetune` of a SuiteConfig with these settings (its tasks' sources fetched first where missing)."""
     for task in tasks:
         if task in SUITE:
             ensure_source(SUITE[task].data)
     return pretrain_finetune(SuiteConfig(tuple(variants), tuple(tasks), **settings), out, reuse=reuse, only=only,
-                             interim=interim, log=log)
+                             interim=interim, log=log, executor=executor)
 
 
 @pytest.fixture(scope="module")
@@ -270,6 +270,29 @@ def test_suite_sweeps_every_variants_pretraining_alike(tmp_path):
         assert (tmp_path / "s" / "tune" / row["variant"]).is_dir()
     assert results["tuning"]["lr_mults"] == [1.0, 4.0] and results["seeds"] == [1]
     assert "lr x1/4 of the base" in (tmp_path / "s" / "report.md").read_text()
+
+
+def test_suite_with_worker_processes_gives_the_cells_of_one_process(tmp_path):
+    """--jobs 2 (`LocalJobs`): the sweeps, the pretrainings and the fine-tunings each train in two worker processes
+    at once, and every cell and the results equal those of the suite trained in this process."""
+    from synthformer.evidence.executors import make_executor
+    from test_executors import cells
+
+    kw = dict(pretrain_steps=2, finetune_steps=2, finetune_examples=40, threads=1, device="cpu",
+              pretrain={"max_examples": 40, "seq_len": 32, "batch_size": 4, "vocab_size": 300},
+              finetune={"batch_size": 4}, model={"embed_dim": 32, "ffn_dim": 64, "max_seq_len": 32},
+              tune=TuneConfig(lr_mults=(1.0, 4.0), table_lr_mults=(1.0,), fraction=0.5, edge_steps=0))
+    runs = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for where, executor in (("here", None), ("jobs", make_executor("local", 2))):
+            out = tmp_path / where / "s"
+            runs[where] = out, suite(["V", "R"], ["sentiment", "paraphrase"], out, executor=executor, **kw)
+    (here, mine), (there, theirs) = runs["here"], runs["jobs"]
+    assert len(cells(here)) == 4 + 2 + 4 and cells(there) == cells(here)  # candidates, pretrainings, fine-tunings
+    assert (there / "logs" / "finetune" / "paraphrase" / "R.log").is_file()  # each cell's own log: in a worker
+    assert [r["metrics"] for r in theirs["variants"]] == [r["metrics"] for r in mine["variants"]]
+    assert theirs["floor"] == mine["floor"]
 
 
 @pytest.mark.slow  # 14 s: a suite trained, then finished from its cells (the end-to-end suite stays in make test)

@@ -58,7 +58,7 @@ from typing import Callable, Sequence
 from .cells import cell_file, cells_wall_s
 from .judge import finding_line, judge_rows
 from .paper.claims import select as select_claims
-from .grid import INTERIM, Cell, Grid, Unfinished, run_folder, seed_list
+from .grid import INTERIM, Cell, Grid, run_folder, seed_list
 from .rows import intervals, shape_text, variant_name, with_floor
 from ..data.sources import SOURCES
 from ..data.prepare import SourceNotInstalledError
@@ -70,7 +70,7 @@ from ..training.plan import model_config, open_trained, prepare, tokenizer_ident
 from .tables import _fmt_stat, markdown_table, table_markdown, tuning_markdown
 from ..training.loop import TrainConfig
 from ..utils.stats import is_number, mean_se_independent, mean_std
-from .tuning import TuneConfig, first_seed, sweep, untuned
+from .tuning import Sweep, TuneConfig, first_seed, untuned
 
 KIND = "finetune"  # the task kind of the report (reference_results.TASK_KINDS)
 
@@ -143,13 +143,29 @@ def _check_installed(sources: list[str]) -> None:
             raise SourceNotInstalledError(f"data source {name!r} is not installed; run `{src.how_to_get}`")
 
 
-def _pretrain(suite: "_Suite", cfg: TrainConfig, overrides: dict, label: str, theirs: Path | None,
-              weights: bool = True) -> tuple[Path, dict]:
-    """(run folder, result) of one pretraining run, a cell of the suite's grid. `theirs`: the same run in a `reuse`
-    folder, taken when it finished there (its folder stands in for this one's: fine-tuning starts from it). When only
-    its score is needed (`weights` False) a cell stands in for an absent run folder, here or in `reuse`."""
-    return suite.grid.run(Cell(cfg, overrides, label, data=suite.pre_data, needs_weights=weights, theirs=theirs,
-                               their_grid=suite.reuse, keep_theirs=False))
+def _pre_cell(suite: "_Suite", cfg: TrainConfig, name: str, label: str, theirs: Path | None,
+              weights: bool = True) -> Cell:
+    """One pretraining run of `name` as a cell of the suite's grid. `theirs`: the same run in a `reuse` folder,
+    taken when it finished there (its folder stands in for this one's: fine-tuning starts from it). When only its
+    score is needed (`weights` False) a cell stands in for an absent run folder, here or in `reuse`."""
+    return Cell(cfg, _overrides(suite, name), label, data=suite.pre_data, needs_weights=weights, theirs=theirs,
+                their_grid=suite.reuse, keep_theirs=False)
+
+
+def _overrides(suite: "_Suite", name: str) -> dict:
+    """The model of `name`'s pretraining: the suite's shape, its attention (T5 Base+: V with the matched FFN)."""
+    return {**suite.model, "attention": _attention(name),
+            **({"ffn_dim": suite.base_plus["ffn_dim"]} if name == BASE_PLUS else {})}
+
+
+def _theirs(suite: "_Suite", name: str, rel: Path) -> Path | None:
+    """Run `rel` (under the suite folder) in the `reuse` folder; None without one, or for T5 Base+ (none there)."""
+    return None if suite.reuse is None or name == BASE_PLUS else suite.reuse / rel
+
+
+def _tag(suite: "_Suite", name: str, s: int) -> str:
+    i = suite.names.index(name)
+    return f"[{i + 1}/{len(suite.names)}] {name}" + (f" seed {s}" if suite.seeds > 1 else "")
 
 
 def _settled(run: Path, cells: Path) -> bool:
@@ -218,43 +234,48 @@ def summarize(accuracies: dict[str, float], tasks: list[str], ses: dict[str, flo
     return metrics
 
 
-def _finetune_tasks(suite: "_Suite", s: int, pre_run: Path, pre: dict, name: str,
-                    tag: str) -> tuple[dict, dict, dict, dict]:
-    """Fine-tune the encoder of `pre_run` (seed `s`) on every task: ({task: accuracy}, {task: its SE},
-    {task: majority-class accuracy}, {task: run folder}), scored on the test split when the fine-tuning
-    evaluates it (eval_test), else on validation; each task's floor (on that split) recorded in `suite.floors`.
-    A finished task is taken from its run folder or its cell: `pre_run`'s weights and tokenizer are opened only
-    when a task trains or its floor is not yet known."""
-    fine_base, pooling, cache, floors, out, log = (suite.fine_base, suite.pooling, suite.cache, suite.floors,
-                                                   suite.out, suite.log)
-    split = score_split(fine_base)
-    opened: list = []  # pre_run's tokenizer, opened once when needed
-    model = {"attention": _attention(name), **({"pooling": pooling} if pooling else {})}
-    accuracies, ses, chance, runs = {}, {}, {}, {}
-    for task in suite.tasks:
-        cfg = dataclasses.replace(fine_base, data=SUITE[task].data, seed=s, init_from=str(pre_run),
-                                  out=str(_fine_run(out, task, name, s, suite.seeds)))
+def _finetunings(suite: "_Suite", pre: dict, waiting: set) -> dict:
+    """{(variant, seed): {task: (run folder, result)}}: every task fine-tuned from every finished pretraining of
+    `pre` ({(variant, seed): (run folder, result)}), trained together. Each task's score is on the test split
+    when the fine-tuning evaluates it (eval_test), else on validation; its floor (on that split, per task and
+    seed) is recorded in `suite.floors`. A finished task is taken from its run folder or its cell: a pretraining's
+    tokenizer is opened only when a task trains or its floor is not yet known. Interim: a variant with an
+    unfinished task (or floor) joins `waiting`."""
+    cells, data, split = {}, {}, score_split(suite.fine_base)
+    for (name, s), (pre_run, pre_result) in pre.items():
+        model = {"attention": _attention(name), **({"pooling": suite.pooling} if suite.pooling else {})}
+        for task in suite.tasks:
+            cfg = dataclasses.replace(suite.fine_base, data=SUITE[task].data, seed=s, init_from=str(pre_run),
+                                      out=str(_fine_run(suite.out, task, name, s, suite.seeds)))
+            data[name, s, task] = _task_data(suite, cfg, task, pre_run, pre_result)
+            cells[name, s, task] = Cell(cfg, {"pooling": suite.pooling} if suite.pooling else {},
+                                        f"{_tag(suite, name, s)} {task}", data=data[name, s, task], expect=model)
+    found, out = dict(zip(cells, suite.grid.run_all(list(cells.values())))), {}
+    for (name, s, task), f in found.items():
+        key = f"{task}/{s}"  # the majority class of this task's data at this seed
+        if f is None or (key not in suite.floors and suite.grid.interim):
+            waiting.add(name)
+            continue
+        if key not in suite.floors:
+            suite.floors[key] = _task_floor(data[name, s, task](), split)
+            write_recorded_json(suite.out, suite.out / FLOOR_FILE, suite.floors)  # its digest: out/digests.json
+        out.setdefault((name, s), {})[task] = f
+    return out
 
-        def task_data(cfg=cfg, task=task):
-            if not opened:
-                opened.append(open_trained(pre_run, log=log).tokenizer)
-            key = (task, s, tokenizer_identity(opened[0]))
-            if key not in cache:
-                shape = {"max_seq_len": pre["model"]["max_seq_len"],
-                         "pooling": pooling or pre["model"]["pooling"]}
-                cache[key] = prepare(cfg, shape, opened[0], log=log)
-            return cache[key]
-        result = suite.grid.result(Cell(cfg, {"pooling": pooling} if pooling else {}, f"{tag} {task}", data=task_data,
-                                        expect=model))
-        scored = result[split]
-        accuracies[task], ses[task], runs[task] = scored["accuracy"], scored.get("accuracy_se"), cfg.out
-        chance[task] = scored.get("chance_accuracy")
-        if f"{task}/{s}" not in floors:  # the majority class of this task's data at this seed
-            if suite.grid.interim:
-                raise Unfinished(f"{tag} {task}: no floor yet")
-            floors[f"{task}/{s}"] = _task_floor(task_data(), split)
-            write_recorded_json(out, out / FLOOR_FILE, floors)  # its digest: out/digests.json
-    return accuracies, ses, chance, runs
+
+def _task_data(suite: "_Suite", cfg: TrainConfig, task: str, pre_run: Path, pre: dict) -> Callable:
+    """() -> `task`'s data encoded with `pre_run`'s tokenizer (opened when first asked for), shared by every run
+    of the same task, seed and tokenizer."""
+    def task_data():
+        cache = suite.cache
+        if (opened := ("tokenizer", str(pre_run))) not in cache:
+            cache[opened] = open_trained(pre_run, log=suite.log).tokenizer
+        key = (task, cfg.seed, tokenizer_identity(cache[opened]))
+        if key not in cache:
+            shape = {"max_seq_len": pre["model"]["max_seq_len"], "pooling": suite.pooling or pre["model"]["pooling"]}
+            cache[key] = prepare(cfg, shape, cache[opened], log=suite.log)
+        return cache[key]
+    return task_data
 
 
 def _fine_run(out: Path, task: str, name: str, s: int, seeds: int) -> Path:
@@ -283,14 +304,18 @@ class SuiteConfig:
 
 
 def pretrain_finetune(config: SuiteConfig, out: str | Path = "runs/finetune", *, reuse: str | Path | None = None,
-                      only: Sequence[str] | None = None, interim: bool = False, log=print) -> dict | None:
+                      only: Sequence[str] | None = None, interim: bool = False, log=print,
+                      executor=None) -> dict | None:
     """Pretrain an MLM encoder per variant (and seed) of `config` on its `pretrain_data`, fine-tune it on every task
     of its `tasks`; write report.md and results.json into `out`; return the results.
 
     `reuse`: a comparison folder of the same pretraining whose finished runs stand in (module docstring). `only`:
     run just these variants (cells kept), write no report, return None (the suite split over machines). `interim`:
     train nothing; write interim.md and interim.json from the variants whose runs have all finished (the others in
-    "pending"). Unknown variants, tasks or sources not installed fail first."""
+    "pending"). `executor`: how unfinished runs train (`synthformer.evidence.executors`; None: here, one after
+    another); each round's runs (the sweeps, the pretrainings, the fine-tunings) train together. Fine-tuning opens
+    its pretraining's folder, so Ray across machines needs a file system they share. Unknown variants, tasks or
+    sources not installed fail first."""
     c = config
     names, tasks, only = _check(c.variants, c.tasks, c.seeds, only)
     if only is not None and interim:
@@ -313,14 +338,8 @@ def pretrain_finetune(config: SuiteConfig, out: str | Path = "runs/finetune", *,
     suite = _Suite(names=names, tasks=tasks, seed_values=seed_values, out=out, model=model, pooling=pooling,
                    pre_cfg=pre_cfg, fine_base=fine_base, tune=tune, base_plus=base_plus,
                    reuse=None if reuse is None else Path(reuse), floors=_read_json(out / FLOOR_FILE), cache=cache,
-                   pre_data=pre_data, log=log, t0=time.time(), grid=Grid(out, log, interim=interim))
-    rows, pending = [], []
-    for i, name in ((i, n) for i, n in enumerate(names) if only is None or n in only):
-        try:
-            rows.append(_variant_row(suite, i, name))
-        except Unfinished as e:  # interim only: this variant waits
-            pending.append(name)
-            log(f"{name}: not finished ({e}), left out of the interim report")
+                   pre_data=pre_data, log=log, t0=time.time(), grid=Grid(out, log, interim=interim, executor=executor))
+    rows, pending = _train(suite, [n for n in names if only is None or n in only])
     if only is not None:
         log(f"ran {', '.join(only)} in {out}: their cells are kept; the suite without `only` writes the report")
         return None
@@ -361,41 +380,79 @@ class _Suite:
         return len(self.seed_values)
 
 
-def _variant_row(suite: _Suite, i: int, name: str) -> dict:
-    """One variant's row: its pretraining sweep (shared with `reuse`), then per seed its pretraining and every
-    task fine-tuned from it."""
-    out, log = suite.out, suite.log
-    overrides = {**suite.model, "attention": _attention(name),
-                 **({"ffn_dim": suite.base_plus["ffn_dim"]} if name == BASE_PLUS else {})}
-    theirs = suite.reuse if name != BASE_PLUS else None  # Base+ has no counterpart
-    if suite.tune:
-        root = out if name == _attention(name) else out / _folder(name)  # T5 Base+: its own V candidates
-        tuned, scores = sweep(_attention(name), suite.pre_cfg, overrides, root, suite.tune, lambda cells: [_pretrain(
-            suite, c, o, tag, theirs and theirs / Path(c.out).relative_to(root), weights=False)[1]
-            for c, o, tag in cells], log)
-    else:
-        tuned, scores = untuned(suite.pre_cfg), []
-    per_seed = []
-    for s in suite.seed_values:
-        tag = f"[{i + 1}/{len(suite.names)}] {name}" + (f" seed {s}" if suite.seeds > 1 else "")
-        weights = not all(_settled(_fine_run(out, t, name, s, suite.seeds), out) and f"{t}/{s}" in suite.floors
-                          for t in suite.tasks)
-        pre_run, pre = _pretrain(
-            suite, dataclasses.replace(suite.pre_cfg, **tuned, seed=s,
-                                       out=str(run_folder(out / "pretrain", _folder(name), s, suite.seeds))),
-            overrides, f"{tag} pretrain", theirs and run_folder(theirs, name, s, suite.seeds), weights)
-        accuracies, ses, chance, runs = _finetune_tasks(suite, s, pre_run, pre, name, tag)
-        metrics = summarize(accuracies, suite.tasks, ses)
-        if all(chance.get(t) is not None for t in suite.tasks):  # the majority-class baseline of the mean
-            metrics["chance_accuracy"] = _mean([chance[t] for t in suite.tasks])
-        per_seed.append({"seed": s, "metrics": metrics, "pretrain": {
-            "run": str(pre_run), "loss": pre["valid"]["loss"], "ppl": pre["valid"].get("ppl"),
-            "tokens_per_s": pre["tokens_per_s"], "params": pre["params"]}, "runs": runs,
-            "tokens_per_s": pre["tokens_per_s"]})
-        log(f"{tag}: " + ", ".join(f"{t} {accuracies[t]:.1f}" for t in suite.tasks)
-            + f"; mean {metrics['accuracy']:.2f} ({time.time() - suite.t0:.0f}s so far)")
-    return {**_row(name, per_seed), "tuned": tuned, "sweep": scores, "model": pre["model"],  # the encoder's shape
-            **({"base_plus": suite.base_plus} if name == BASE_PLUS else {})}
+def _train(suite: _Suite, names: list[str]) -> tuple[list[dict], list[str]]:
+    """The rows of `names` (in order) and the names not finished (interim), in three rounds whose cells are
+    trained together, so that an executor with several workers keeps them busy: every variant's pretraining
+    sweep, then every seed's pretraining, then every task fine-tuned from every seed."""
+    waiting: set[str] = set()  # interim: a variant with an unfinished cell
+    tuned = _sweeps(suite, names, waiting)
+    pre = _pretrainings(suite, [n for n in names if n not in waiting], tuned, waiting)
+    fine = _finetunings(suite, pre, waiting)
+    rows = []
+    for name in names:
+        if name in waiting:
+            suite.log(f"{name}: not finished (interim: left out until every cell of it is there)")
+            continue
+        per_seed = [_seed_row(suite, name, s, *pre[name, s], fine[name, s]) for s in suite.seed_values]
+        rows.append({**_row(name, per_seed), "tuned": tuned[name][0], "sweep": tuned[name][1],
+                     "model": pre[name, suite.seed_values[-1]][1]["model"],  # the encoder's shape
+                     **({"base_plus": suite.base_plus} if name == BASE_PLUS else {})})
+    return rows, [n for n in names if n in waiting]
+
+
+def _sweeps(suite: _Suite, names: list[str], waiting: set) -> dict[str, tuple[dict, list]]:
+    """{variant: (chosen values, the candidates' scores)}: every variant's pretraining sweep (shared with `reuse`;
+    T5 Base+ has its own V candidates), the candidates of every variant trained together."""
+    if not suite.tune:
+        return {name: (untuned(suite.pre_cfg), []) for name in names}
+    roots = {name: suite.out if name == _attention(name) else suite.out / _folder(name) for name in names}
+    sweeps = {name: Sweep(_attention(name), suite.pre_cfg, _overrides(suite, name), roots[name], suite.tune,
+                          suite.log) for name in names}
+    while active := [n for n, s in sweeps.items() if not s.done and n not in waiting]:
+        batch = [(n, c) for n in active for c in sweeps[n].pending()]
+        found = suite.grid.run_all([_pre_cell(suite, cfg, n, tag, _theirs(suite, n, Path(cfg.out).relative_to(
+            roots[n])), weights=False) for n, (cfg, _, tag) in batch])
+        for n in active:
+            results = [f for (owner, _), f in zip(batch, found) if owner == n]
+            if any(f is None for f in results):
+                waiting.add(n)
+            else:
+                sweeps[n].record([result for _, result in results])
+    return {n: s.choice() for n, s in sweeps.items() if n not in waiting}
+
+
+def _pretrainings(suite: _Suite, names: list[str], tuned: dict, waiting: set) -> dict:
+    """{(variant, seed): (run folder, result)}: every seed's pretraining with its variant's chosen values, trained
+    together. A seed needs its encoder's weights unless every task's run is settled and has its floor; else its
+    cell may stand in for an absent run folder."""
+    cells = {}
+    for name in names:
+        for s in suite.seed_values:
+            weights = not all(_settled(_fine_run(suite.out, t, name, s, suite.seeds), suite.out)
+                              and f"{t}/{s}" in suite.floors for t in suite.tasks)
+            cfg = dataclasses.replace(suite.pre_cfg, **tuned[name][0], seed=s,
+                                      out=str(run_folder(suite.out / "pretrain", _folder(name), s, suite.seeds)))
+            cells[name, s] = _pre_cell(suite, cfg, name, f"{_tag(suite, name, s)} pretrain",
+                                       _theirs(suite, name, run_folder(Path(), name, s, suite.seeds)), weights)
+    found = dict(zip(cells, suite.grid.run_all(list(cells.values()))))
+    waiting.update(name for (name, _), f in found.items() if f is None)
+    return {key: f for key, f in found.items() if f is not None}
+
+
+def _seed_row(suite: _Suite, name: str, s: int, pre_run: Path, pre: dict, fine: dict) -> dict:
+    """One seed's row: every task's score (`score_split`) and their means (`summarize`), its pretraining."""
+    split = score_split(suite.fine_base)
+    scored = {task: fine[task][1][split] for task in suite.tasks}
+    accuracies = {task: m["accuracy"] for task, m in scored.items()}
+    metrics = summarize(accuracies, suite.tasks, {task: m.get("accuracy_se") for task, m in scored.items()})
+    if all(m.get("chance_accuracy") is not None for m in scored.values()):  # the majority-class baseline of the mean
+        metrics["chance_accuracy"] = _mean([m["chance_accuracy"] for m in scored.values()])
+    suite.log(f"{_tag(suite, name, s)}: " + ", ".join(f"{t} {accuracies[t]:.1f}" for t in suite.tasks)
+              + f"; mean {metrics['accuracy']:.2f} ({time.time() - suite.t0:.0f}s so far)")
+    return {"seed": s, "metrics": metrics, "pretrain": {
+        "run": str(pre_run), "loss": pre["valid"]["loss"], "ppl": pre["valid"].get("ppl"),
+        "tokens_per_s": pre["tokens_per_s"], "params": pre["params"]},
+        "runs": {task: str(fine[task][0]) for task in suite.tasks}, "tokens_per_s": pre["tokens_per_s"]}
 
 
 def _stage(base: dict, defaults: dict, steps: int, overrides: dict) -> TrainConfig:

@@ -124,7 +124,7 @@ def call(ctx) -> dict:
     # the same pretraining lr sweep for every variant (synthformer.evidence.tuning) at cpu and gpu; none at smoke
     table4_grid = None if ctx.reuse is None else ctx.reuse / table4_grids(ctx.budget)[0].key  # --reuse: its MLM grid
     return fn(config(tuple(names), tuple(TASKS), seeds=seeds, tune=sweep, **kw), folder, reuse=table4_grid,
-              only=ctx.only, interim=ctx.interim, log=ctx.log)
+              only=ctx.only, interim=ctx.interim, log=ctx.log, executor=ctx.executor)
 
 
 def run(ctx):
