@@ -2,15 +2,16 @@
 
 A grid is a folder of cells. A cell is one training run (a variant's seed, a sweep candidate, a pretraining
 or a fine-tuning stage) described by a `Cell`: its TrainConfig (``cfg.out`` is its run folder), its model
-overrides and where its data comes from. `Grid.run` returns its result, taking the first of:
+overrides and where its data comes from. `Grid.run_all` returns the results of a list of cells, each the first of:
 
 1. the run folder's ``done.json`` (verified against the run manifest), when the run finished here;
 2. its cell (``cells/<run>.json``, `synthformer.evidence.cells`), when the run folder is absent and the
    model's weights are not needed afterwards (`Cell.needs_weights`);
 3. the same run in another folder of the same settings (`Cell.theirs`: a reproduction that shares a
    grid's sweep, or table5's pretraining taken from table4's grid), when it finished there;
-4. nothing, in an interim report (`Grid.interim`): the cell is `Unfinished` and its variant waits;
-5. training: a new run, a resumed one (its ``config.json`` is there) or one continuing another run.
+4. nothing, in an interim report (`Grid.interim`): the cell is None and its variant waits;
+5. training, by the grid's executor: a new run, a resumed one (its ``config.json`` is there) or one
+   continuing another run.
 
 Every finished run is checked against what the grid asks of it (`check_cell`: the training config but its
 cadence, and the model) before it is used, and kept as its cell. `compare`, the fine-tuning suite and every
@@ -37,10 +38,6 @@ INTERIM = "interim.json"  # an interim report's results (findings of the finishe
 
 class GridError(SynthformerError):
     """A grid folder or one of its cells that cannot be used as asked (other settings, another model)."""
-
-
-class Unfinished(Exception):
-    """A cell an interim report needs has not finished (`Grid.interim` trains nothing)."""
 
 
 @dataclass(frozen=True)
@@ -77,27 +74,12 @@ class Executor(Protocol):
 
 class Grid:
     """The cells of one folder `out`. `interim`: train and write nothing (a cell not finished is
-    `Unfinished`, or None from `run_all`). `executor`: how `run_all` trains cells (default in this process,
+    None from `run_all`). `executor`: how `run_all` trains cells (default in this process,
     one after another: `InProcess`)."""
 
     def __init__(self, out: Path, log=print, interim: bool = False, executor: Executor | None = None):
         self.out, self.log, self.interim = Path(out), log, interim
         self.executor = executor or InProcess()
-
-    def result(self, cell: Cell) -> dict:
-        return self.run(cell)[1]
-
-    def run(self, cell: Cell) -> tuple[Path, dict]:
-        """(the run folder the result belongs to, the result) of one cell: reused when finished, else trained
-        here. Interim: `Unfinished` when it has not finished."""
-        found = self.lookup(cell)
-        if found is not None:
-            return found
-        if self.interim:
-            raise Unfinished(f"{cell.label} has not finished")
-        result = self.train_here(cell)
-        save_cell(self.out, cell.run, result)
-        return cell.run, result
 
     def run_all(self, cells: Sequence[Cell]) -> list[tuple[Path, dict] | None]:
         """(run folder, result) of every cell: the finished ones reused, the others trained together by the
