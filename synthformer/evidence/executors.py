@@ -122,7 +122,8 @@ class Progress:
     def __init__(self, total: int):
         from tqdm.auto import tqdm
 
-        self.bar = tqdm(total=total, desc="grid", unit="cell", file=sys.stderr, dynamic_ncols=True)
+        self.bar = tqdm(total=total, desc="grid", unit="cell", file=sys.stderr, dynamic_ncols=True,
+                        mininterval=0.1 if sys.stderr.isatty() else 60)  # a log file: a line a minute, not a second
         self.running, self.failed = 0, 0
 
     def update(self, done: int = 0, running: int | None = None, failed: int = 0, line: str | None = None):
