@@ -46,7 +46,7 @@ from .speed import add_speed, speed_note
 from .tables import (INSTALLED_SIZING, compare_table_markdown, floor_line, findings, findings_markdown,
                      table_markdown, tuning_markdown)
 from ..tasks.metrics import scalars
-from .tuning import Sweep, TuneConfig, first_seed, recorded_protocol, untuned, winner_run
+from .tuning import Sweep, TuneConfig, first_seed, recorded_protocol, train_sweeps, untuned, winner_run
 
 # The paper's Table 2 variants plus its strongest convolutional baseline (Table 4).
 DEFAULT_VARIANTS = ("V", "Fix", "R", "FR", "D", "FD", "R+V", "D+V", "dynamicconv")
@@ -328,18 +328,7 @@ def _train_variants(plan: _Plan, grid: Grid, data, names: list[str], seeds: int,
     tuned = {name: (untuned(base), []) for name in names}
     waiting: set[str] = set()  # interim: a variant with an unfinished cell
     sweeps = {name: Sweep(name, base, plan.model, out, plan.tune, log) for name in names} if plan.tune else {}
-    while active := [s for s in sweeps.values() if not s.done and s.variant not in waiting]:
-        batch = [(s, c) for s in active for c in s.pending()]
-        found = grid.run_all([_candidate(plan, data, *c) for _, c in batch])
-        for s in active:
-            results = [f for (owner, _), f in zip(batch, found) if owner is s]
-            if any(f is None for f in results):
-                waiting.add(s.variant)
-            else:
-                s.record([result for _, result in results])
-    for name, s in sweeps.items():
-        if name not in waiting:
-            tuned[name] = s.choice()
+    tuned.update(train_sweeps(sweeps, grid, lambda _, c: _candidate(plan, data, *c), waiting))
     total, cells = len(plan.names) * seeds, []
     for name in (n for n in names if n not in waiting):
         i, (values, scores) = plan.names.index(name), tuned[name]

@@ -70,7 +70,7 @@ from ..training.plan import model_config, open_trained, prepare, tokenizer_ident
 from .tables import _fmt_stat, markdown_table, table_markdown, tuning_markdown
 from ..training.loop import TrainConfig
 from ..utils.stats import is_number, mean_se_independent, mean_std
-from .tuning import Sweep, TuneConfig, first_seed, untuned
+from .tuning import Sweep, TuneConfig, first_seed, train_sweeps, untuned
 
 KIND = "finetune"  # the task kind of the report (reference_results.TASK_KINDS)
 
@@ -242,14 +242,14 @@ def _finetunings(suite: "_Suite", pre: dict, waiting: set) -> dict:
     tokenizer is opened only when a task trains or its floor is not yet known. Interim: a variant with an
     unfinished task (or floor) joins `waiting`."""
     cells, data, split = {}, {}, score_split(suite.fine_base)
+    pooling = {"pooling": suite.pooling} if suite.pooling else {}
     for (name, s), (pre_run, pre_result) in pre.items():
-        model = {"attention": _attention(name), **({"pooling": suite.pooling} if suite.pooling else {})}
         for task in suite.tasks:
             cfg = dataclasses.replace(suite.fine_base, data=SUITE[task].data, seed=s, init_from=str(pre_run),
                                       out=str(_fine_run(suite.out, task, name, s, suite.seeds)))
             data[name, s, task] = _task_data(suite, cfg, task, pre_run, pre_result)
-            cells[name, s, task] = Cell(cfg, {"pooling": suite.pooling} if suite.pooling else {},
-                                        f"{_tag(suite, name, s)} {task}", data=data[name, s, task], expect=model)
+            cells[name, s, task] = Cell(cfg, pooling, f"{_tag(suite, name, s)} {task}", data=data[name, s, task],
+                                        expect={"attention": _attention(name), **pooling})
     found, out = dict(zip(cells, suite.grid.run_all(list(cells.values())))), {}
     for (name, s, task), f in found.items():
         key = f"{task}/{s}"  # the majority class of this task's data at this seed
@@ -408,17 +408,12 @@ def _sweeps(suite: _Suite, names: list[str], waiting: set) -> dict[str, tuple[di
     roots = {name: suite.out if name == _attention(name) else suite.out / _folder(name) for name in names}
     sweeps = {name: Sweep(_attention(name), suite.pre_cfg, _overrides(suite, name), roots[name], suite.tune,
                           suite.log) for name in names}
-    while active := [n for n, s in sweeps.items() if not s.done and n not in waiting]:
-        batch = [(n, c) for n in active for c in sweeps[n].pending()]
-        found = suite.grid.run_all([_pre_cell(suite, cfg, n, tag, _theirs(suite, n, Path(cfg.out).relative_to(
-            roots[n])), weights=False) for n, (cfg, _, tag) in batch])
-        for n in active:
-            results = [f for (owner, _), f in zip(batch, found) if owner == n]
-            if any(f is None for f in results):
-                waiting.add(n)
-            else:
-                sweeps[n].record([result for _, result in results])
-    return {n: s.choice() for n, s in sweeps.items() if n not in waiting}
+
+    def candidate(name: str, planned: tuple) -> Cell:  # its score is all the sweep needs
+        cfg, _, tag = planned
+        return _pre_cell(suite, cfg, name, tag, _theirs(suite, name, Path(cfg.out).relative_to(roots[name])),
+                         weights=False)
+    return train_sweeps(sweeps, suite.grid, candidate, waiting)
 
 
 def _pretrainings(suite: _Suite, names: list[str], tuned: dict, waiting: set) -> dict:

@@ -276,6 +276,23 @@ def sweep(variant: str, base, model_overrides: dict, out: Path, tune: TuneConfig
     return s.choice()
 
 
+def train_sweeps(sweeps: dict, grid, cell_of, waiting: set) -> dict[str, tuple[dict, list[dict]]]:
+    """{name: (chosen values, the candidates' scores)} of the sweeps `sweeps` ({name: Sweep}), the pending
+    candidates of all of them trained together at each step (`grid.run_all`, so that an executor with several
+    workers keeps them busy). `cell_of(name, (cfg, model_overrides, tag))`: a candidate's grid Cell. Interim: a
+    sweep with an unfinished candidate joins `waiting` and is left out."""
+    while active := [n for n, s in sweeps.items() if not s.done and n not in waiting]:
+        batch = [(n, c) for n in active for c in sweeps[n].pending()]
+        found = grid.run_all([cell_of(n, c) for n, c in batch])
+        for n in active:
+            results = [f for (owner, _), f in zip(batch, found) if owner == n]
+            if any(f is None for f in results):
+                waiting.add(n)
+            else:
+                sweeps[n].record([result for _, result in results])
+    return {n: s.choice() for n, s in sweeps.items() if n not in waiting}
+
+
 def winner_run(scores: list[dict], base) -> Path | None:
     """The run folder of the sweep's winner when it trained the whole budget of `base` (a TrainConfig) and its
     folder still holds its final checkpoint: the first seed (the seed candidates train from) continues it;
