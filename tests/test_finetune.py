@@ -202,6 +202,7 @@ def test_suite_end_to_end_with_seeds_floor_intervals_and_base_plus(tmp_path):
                 done = json.loads((out / "finetune" / task / f"{folder}-seed{seed}" / "done.json").read_text())
                 assert per["metrics"][f"acc_{task}"] == done["valid"]["accuracy"]  # the dev accuracy of that run
                 assert per["metrics"][f"acc_{task}_se"] == done["valid"]["accuracy_se"] > 0
+                assert per["items"]["tasks"][task]["correct"] == done["valid"]["items"]["correct"]  # items paired
                 assert done["train"]["init_from"] == str(out / "pretrain" / f"{folder}-seed{seed}")
                 assert done["model"]["attention"] == ("V" if name == BASE_PLUS else name)
             pm = per["metrics"]
@@ -237,6 +238,8 @@ def test_suite_end_to_end_with_seeds_floor_intervals_and_base_plus(tmp_path):
         assert f["status"] in ("reproduced", "not reproduced", "inconclusive", "undecidable at this size")
         if below:
             assert f["status"] == "inconclusive" and f["note"].startswith("not learned")
+    methods = [p["method"] for f in claims.values() for p in f.get("pairs") or []]
+    assert methods and set(methods) == {"paired seeds"}  # each seed drew its own 60 examples: items not paired
     report = (out / "report.md").read_text()
     assert "| paper: GLUE | paper: SuperGLUE |" in report and "| 83.5 | 70.3 |" in report and "| 82.8 | 70.7 |" in report
     assert "| floor: majority class |" in report and "[95% interval" in report and "Not tuned" in report
@@ -385,9 +388,11 @@ def test_suite_scores_the_test_split_when_fine_tuning_evaluates_it(tmp_path):
               log=quiet)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        results = suite(["R"], ["sentiment"], out, **kw)
+        results = suite(["R", "V"], ["sentiment"], out, **kw)
     fine = json.loads((out / "finetune" / "sentiment" / "R" / "done.json").read_text())
     seed = results["variants"][0]["seeds"][0]
+    methods = {p["method"] for f in results["findings"] for p in f.get("pairs") or []}
+    assert methods == {f"one seed, paired bootstrap over {fine['test']['examples']:,} items"}  # the whole test split
     assert seed["metrics"]["acc_sentiment"] == fine["test"]["accuracy"]  # scored on test, not validation:
     assert seed["metrics"]["acc_sentiment_se"] == fine["test"]["accuracy_se"] != fine["valid"]["accuracy_se"]
     floor = json.loads((out / "floor.json").read_text())["sentiment/0"]

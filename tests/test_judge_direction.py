@@ -3,6 +3,7 @@
 floor as the better of the train and the test majority, and the paired (per-item) interval."""
 from __future__ import annotations
 
+import math
 import statistics
 
 import numpy as np
@@ -215,3 +216,69 @@ def test_seq2seq_keeps_each_sentences_bleu_statistics_and_rouge_l():
     record = {"count": [3, 3], "loss_sum": [1.0, 1.0], "text": m["text_items"]}
     assert value("bleu", run_items({"items": record}, "bleu")[1]) == pytest.approx(m["bleu"])
     assert value("rougeL", run_items({"items": record}, "rougeL")[1]) == pytest.approx(m["rougeL"], abs=1e-2)
+
+
+def test_stratified_bootstrap_of_a_mean_over_tasks_matches_its_analytic_error():
+    """Two tasks of different sizes, the gap of their mean accuracy: each task's items drawn on their own, the
+    standard error is sqrt(se_1^2 + se_2^2) / 2 with se_s the per-item differences' error on task s."""
+    rng = np.random.default_rng(1)
+    tasks = [(rng.random(n) < 0.8).astype(float) for n in (400, 150)]
+    other = [np.where(rng.random(len(t)) < 0.85, t, 1.0 - t) for t in tasks]  # mostly the same items right
+
+    def gap(runs):
+        return statistics.fmean(a.mean() - b.mean() for a, b in zip(runs[0], runs[1]))
+
+    se = S.stratified_bootstrap_se([tasks, other], gap, n_boot=4000, seed=2)
+    analytic = math.hypot(*(np.std(a - b) / math.sqrt(len(a)) for a, b in zip(tasks, other))) / 2
+    assert se == pytest.approx(analytic, rel=0.06)
+    one = S.stratified_bootstrap_se([[tasks[0]], [other[0]]], lambda r: r[0][0].mean() - r[1][0].mean(), seed=4)
+    assert one == S.paired_bootstrap_se([tasks[0], other[0]], lambda s: s[0].mean() - s[1].mean(), seed=4)
+    with pytest.raises(ValueError):  # the runs' tasks must be the same items
+        S.stratified_bootstrap_se([tasks, [other[0], other[1][:10]]], gap)
+
+
+def _suite_row(variant, per_seed):
+    """A fine-tuning suite's row as `suite._seed_row` builds it: per seed, {task: correct array} -> metrics + items."""
+    from synthformer.evidence.paired import suite_items
+    from synthformer.evidence.suite import summarize, task_groups
+
+    seeds = []
+    for i, by_task in enumerate(per_seed):
+        tasks = list(by_task)
+        records = {t: {"n": len(c), "key": t, "correct": "".join("1" if r else "0" for r in c)}
+                   for t, c in by_task.items()}
+        metrics = summarize({t: 100.0 * float(np.mean(c)) for t, c in by_task.items()}, tasks,
+                            {t: S.bootstrap_se(100.0 * np.asarray(c, float), np.mean) for t, c in by_task.items()})
+        seeds.append({"seed": i, "metrics": metrics, "items": suite_items(records, task_groups(tasks))})
+    keys = [k for k in seeds[0]["metrics"] if not k.endswith("_se")]
+    return {"variant": variant, "metrics": {k: statistics.fmean(s["metrics"][k] for s in seeds) for k in keys},
+            "seeds": seeds}
+
+
+def test_suite_rows_pair_each_tasks_items_and_recompute_the_suite_metrics():
+    from synthformer.evidence.paired import _strata
+
+    rng = np.random.default_rng(5)
+    sizes = {"sentiment": 300, "topic": 200, "paraphrase": 500}
+    hard = {t: rng.random(n) < 0.3 for t, n in sizes.items()}
+
+    def model(p):
+        return [{t: (~h) & (rng.random(len(h)) < p) for t, h in hard.items()} for _ in range(3)]
+
+    v, r = _suite_row("V", model(0.95)), _suite_row("R", model(0.85))
+    seed = r["seeds"][1]
+    for metric in ("accuracy", "single", "pair", "pair_vs_single", "acc_topic"):
+        _, strata, statistic = _strata(seed, metric)
+        assert statistic(strata) == pytest.approx(seed["metrics"][metric], rel=1e-12)
+    claim = C.BY_NAME["t5-glue-r-below-v"]
+    paired = J.judge(claim, [r, v])["pairs"][0]
+    assert paired["method"] == "paired seeds, paired bootstrap over 1,000 items"
+    for row in (r, v):
+        for s in row["seeds"]:
+            s.pop("items")
+    old = J.judge(claim, [r, v])["pairs"][0]
+    assert old["method"] == "paired seeds" and old["gap"] == paired["gap"]
+    assert paired["interval"][1] - paired["interval"][0] < old["interval"][1] - old["interval"][0]
+    rv, v = _suite_row("R+V", model(0.9)), _suite_row("V", model(0.95))
+    pair_only = J.judge(C.BY_NAME["t6-superglue-rv-above-v"], [rv, v])["pairs"][0]
+    assert pair_only["method"].endswith("over 500 items")  # the pair task's items alone

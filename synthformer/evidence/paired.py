@@ -6,7 +6,9 @@ standard error as if the runs had been scored on different items ignores it (iss
 against 1.56 paired on a 528-item V vs FR sentiment pair). Each run's evaluation keeps a per-item record
 (``"items"`` beside its metrics, `synthformer.tasks.base.loss_items`, the classify task's per-item correctness,
 seq2seq's per-sentence BLEU statistics and ROUGE-L), and `gap_item_se` resamples item indices jointly across
-every compared variant and seed (`synthformer.utils.stats.paired_bootstrap_se`).
+every compared variant and seed (`synthformer.utils.stats.paired_bootstrap_se`). A fine-tuning suite's seed row
+keeps each task's record (`suite_items`), and its means over tasks resample every task's items on their own
+(`synthformer.utils.stats.stratified_bootstrap_se`): the tasks are separate evaluation sets.
 
 `run_items` reads one run's record of a metric as an array, `value` recomputes the metric from rows of it,
 `gap_item_se` gives the paired standard error of a gap -- or None where a run has no record (older cells),
@@ -14,10 +16,12 @@ so that the judge keeps the unpaired item error there.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
+from typing import Callable
 
-from ..utils.stats import N_BOOT, paired_bootstrap_se
+from ..utils.stats import N_BOOT, stratified_bootstrap_se
 
 # metric -> the part of a run's "items" record it is computed from
 SOURCES = {"accuracy": "correct", "loss": "loss", "ppl": "loss", "bleu": "bleu", "rougeL": "rougeL"}
@@ -57,28 +61,71 @@ def value(metric: str, rows) -> float:
     return float(sacrebleu.BLEU()._compute_score_from_stats(rows.sum(axis=0).tolist()).score)
 
 
+def suite_items(records: dict[str, dict], groups: dict[str, list[str]]) -> dict | None:
+    """The per-item record of a fine-tuning suite's seed row: each task's classification record (``records``,
+    {task: its evaluation's "items"}, kept to what accuracy needs) and the tasks each mean is over (``groups``,
+    e.g. {"accuracy": every task, "single": [...], "pair": [...]}); None unless every task kept one."""
+    if not records or not all(isinstance(r, dict) and isinstance(r.get("correct"), str) for r in records.values()):
+        return None
+    return {"tasks": {t: {k: r[k] for k in ("n", "key", "correct") if k in r} for t, r in records.items()},
+            "groups": {k: list(v) for k, v in groups.items() if v}}
+
+
+def _suite_strata(items: dict, metric: str):
+    """`_strata` of a suite's seed row: the accuracy records of the tasks `metric` is over -- acc_<task> one,
+    a mean ("accuracy", "single", "pair") its group, pair_vs_single (100 x pair / single) both groups."""
+    groups = items.get("groups") or {}
+    parts = ([[metric[4:]]] if metric.startswith("acc_") else [groups.get("pair"), groups.get("single")]
+             if metric == "pair_vs_single" else [groups.get(metric)])
+    if not all(parts):
+        return None
+    tasks = [t for part in parts for t in part]
+    found = [run_items({"items": items["tasks"].get(t)}, "accuracy") for t in tasks]
+    if any(f is None for f in found):
+        return None
+    sizes = [len(part) for part in parts]
+
+    def statistic(strata: list) -> float:
+        means = [statistics.fmean(value("accuracy", s) for s in strata[i - n:i])
+                 for i, n in zip(itertools.accumulate(sizes), sizes)]
+        return means[0] if len(means) == 1 else 100.0 * means[0] / means[1]
+
+    return tuple(zip(tasks, (f[0] for f in found))), [f[1] for f in found], statistic
+
+
+def _strata(run: dict, metric: str) -> tuple[tuple, list, Callable] | None:
+    """(fingerprint, per-stratum arrays, statistic of those arrays) of `metric` in one row: a task's row is one
+    stratum (`run_items`), a suite's seed row one per task it averages (`_suite_strata`); None without a record."""
+    items = run.get("items")
+    if isinstance(items, dict) and isinstance(items.get("tasks"), dict):
+        return _suite_strata(items, metric)
+    found = run_items(run, metric)
+    return None if found is None else (found[0], [found[1]], lambda strata: value(metric, strata[0]))
+
+
 def gap_item_se(metric: str, lower_is_better: bool, a_runs: list[dict], b_runs: list[dict],
                 paired_seeds: bool, n_boot: int = N_BOOT) -> tuple[float, int] | None:
     """(standard error, items) of the relative gap of A against B over their evaluation items, every run's
-    items resampled with the same indices (`paired_bootstrap_se`); the gap is the mean of the per-seed gaps
-    when `paired_seeds` (the runs of A and B in the same order, one per shared seed), else the gap of the
-    means. None when a run has no record of the metric or the runs were not scored on the same items."""
-    found = [run_items(r, metric) for r in (*a_runs, *b_runs)]
+    items resampled with the same indices (`stratified_bootstrap_se`: a suite's tasks each on their own); the
+    gap is the mean of the per-seed gaps when `paired_seeds` (the runs of A and B in the same order, one per
+    shared seed), else the gap of the means. None when a run has no record of the metric or the runs were not
+    scored on the same items."""
+    found = [_strata(r, metric) for r in (*a_runs, *b_runs)]
     if not a_runs or not b_runs or any(f is None for f in found) or len({f[0] for f in found}) != 1:
         return None
-    arrays = [arr for _, arr in found]
-    if len({len(a) for a in arrays}) != 1:
+    runs = [strata for _, strata, _ in found]
+    if len({tuple(len(a) for a in strata) for strata in runs}) != 1:
         return None
-    sign, n_a = (1.0 if lower_is_better else -1.0), len(a_runs)
+    sign, n_a, statistic = (1.0 if lower_is_better else -1.0), len(a_runs), found[0][2]
 
     def rel(a, b):
         return sign * (a - b) / (abs(b) or 1.0)
 
     def gap(sample):
-        a = [value(metric, s) for s in sample[:n_a]]
-        b = [value(metric, s) for s in sample[n_a:]]
+        a = [statistic(s) for s in sample[:n_a]]
+        b = [statistic(s) for s in sample[n_a:]]
         if paired_seeds:
             return statistics.fmean(rel(x, y) for x, y in zip(a, b))
         return rel(statistics.fmean(a), statistics.fmean(b))
 
-    return paired_bootstrap_se(arrays, gap, n_boot=n_boot), len(arrays[0])
+    return stratified_bootstrap_se(runs, gap, n_boot=n_boot), sum(len(a) for a in runs[0])

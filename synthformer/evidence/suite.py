@@ -57,6 +57,7 @@ from typing import Callable, Sequence
 
 from .cells import cell_file, cells_wall_s
 from .judge import finding_line, judge_rows
+from .paired import suite_items
 from .paper.claims import select as select_claims
 from .grid import INTERIM, Cell, Grid, run_folder, seed_list
 from .rows import intervals, shape_text, variant_name, with_floor
@@ -205,6 +206,12 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
+def task_groups(tasks: list[str]) -> dict[str, list[str]]:
+    """The tasks each suite mean is over: "accuracy" all, "single" the single-sentence ones, "pair" the pairs."""
+    return {"accuracy": list(tasks), "single": [t for t in tasks if not SUITE[t].pair],
+            "pair": [t for t in tasks if SUITE[t].pair]}
+
+
 def summarize(accuracies: dict[str, float], tasks: list[str], ses: dict[str, float | None] | None = None) -> dict:
     """The suite metrics of one fine-tuned variant from its per-task accuracies: acc_<task>, the
     mean ("accuracy"), the single-sentence and pair means, and pair_vs_single = 100 x pair / single.
@@ -212,8 +219,7 @@ def summarize(accuracies: dict[str, float], tasks: list[str], ses: dict[str, flo
     the tasks' dev sets are independent, so a mean's SE is sqrt(sum se^2) / n, and the ratio's is
     the delta method's ratio x sqrt((se_pair / pair)^2 + (se_single / single)^2)."""
     metrics = {f"acc_{t}": accuracies[t] for t in tasks}
-    groups = {"accuracy": tasks, "single": [t for t in tasks if not SUITE[t].pair],
-              "pair": [t for t in tasks if SUITE[t].pair]}
+    groups = task_groups(tasks)
     for key, members in groups.items():
         if members:
             metrics[key] = _mean([accuracies[t] for t in members])
@@ -435,7 +441,8 @@ def _pretrainings(suite: _Suite, names: list[str], tuned: dict, waiting: set) ->
 
 
 def _seed_row(suite: _Suite, name: str, s: int, pre_run: Path, pre: dict, fine: dict) -> dict:
-    """One seed's row: every task's score (`score_split`) and their means (`summarize`), its pretraining."""
+    """One seed's row: every task's score (`score_split`) and their means (`summarize`), its pretraining, and
+    every task's per-item record where all kept one (`paired.suite_items`: the judge pairs the items)."""
     split = score_split(suite.fine_base)
     scored = {task: fine[task][1][split] for task in suite.tasks}
     accuracies = {task: m["accuracy"] for task, m in scored.items()}
@@ -444,7 +451,8 @@ def _seed_row(suite: _Suite, name: str, s: int, pre_run: Path, pre: dict, fine: 
         metrics["chance_accuracy"] = _mean([m["chance_accuracy"] for m in scored.values()])
     suite.log(f"{_tag(suite, name, s)}: " + ", ".join(f"{t} {accuracies[t]:.1f}" for t in suite.tasks)
               + f"; mean {metrics['accuracy']:.2f} ({time.time() - suite.t0:.0f}s so far)")
-    return {"seed": s, "metrics": metrics, "pretrain": {
+    items = suite_items({task: m.get("items") for task, m in scored.items()}, task_groups(suite.tasks))
+    return {"seed": s, "metrics": metrics, **({"items": items} if items else {}), "pretrain": {
         "run": str(pre_run), "loss": pre["valid"]["loss"], "ppl": pre["valid"].get("ppl"),
         "tokens_per_s": pre["tokens_per_s"], "params": pre["params"]},
         "runs": {task: str(fine[task][0]) for task in suite.tasks}, "tokens_per_s": pre["tokens_per_s"]}

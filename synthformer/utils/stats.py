@@ -15,7 +15,8 @@ per replicate (`bootstrap_ses` scores several statistics on the same resamples).
 
 Variants scored on the same items are compared with `paired_bootstrap_se`: one set of resampled item indices
 per replicate for every variant and seed, so the items' shared difficulty cancels in a gap (unpaired, the item
-errors of two variants add as if they were scored on different items: ~1.7x too wide on our sentiment test).
+errors of two variants add as if they were scored on different items: ~1.7x too wide on our sentiment test);
+`stratified_bootstrap_se` does the same over several evaluation sets drawn independently (a suite's tasks).
 
 Values over seeds as the reports show them: `stat` (mean, sample std, n: a `Stat`), `mean_std` over
 per-seed rows, and the standard error of a mean from its parts' errors, two contracts by name:
@@ -76,20 +77,32 @@ def paired_bootstrap_se(arrays: Sequence, statistic: Callable, n_boot: int = N_B
     hard -- moves together and cancels in a difference. With one array per side and a difference of means
     this is the bootstrap of the per-item differences ("the literal pairing"), replicate for replicate.
     Arrays of different lengths are an error; one item gives 0.0."""
+    return stratified_bootstrap_se([[a] for a in arrays], lambda runs: statistic([r[0] for r in runs]),
+                                   n_boot=n_boot, seed=seed)
+
+
+def stratified_bootstrap_se(runs: Sequence, statistic: Callable, n_boot: int = N_BOOT, seed: int = 0) -> float:
+    """`paired_bootstrap_se` over strata drawn independently: ``runs[r][s]`` is run r's array over stratum s's
+    items (a suite's tasks, each its own evaluation set), the same items in every run. Each replicate draws
+    every stratum's indices in turn (stratum s: N_s of them) and applies them to that stratum of every run;
+    ``statistic`` gets the resampled ``runs``. With one stratum this is `paired_bootstrap_se`, replicate for
+    replicate. Runs whose strata differ in number or length are an error; strata of one item each give 0.0."""
     import numpy as np  # train extra: imported when used, so the core install runs on torch alone
-    arrs = [a if isinstance(a, np.ndarray) else np.asarray(a) for a in arrays]
-    if not arrs or len({len(a) for a in arrs}) != 1:
-        raise ValueError(f"paired_bootstrap_se needs arrays over the same items, got lengths {[len(a) for a in arrs]}")
-    n = len(arrs[0])
-    if n == 0 or n_boot < 2:
-        raise ValueError(f"paired_bootstrap_se needs at least one item and n_boot >= 2, got {n}, {n_boot}")
-    if n == 1:
+    arrs = [[a if isinstance(a, np.ndarray) else np.asarray(a) for a in run] for run in runs]
+    shapes = {tuple(len(a) for a in run) for run in arrs}
+    if not arrs or len(shapes) != 1 or not next(iter(shapes)):
+        raise ValueError("paired_bootstrap_se needs arrays over the same items, got lengths "
+                         f"{[[len(a) for a in run] for run in arrs]}")
+    sizes = next(iter(shapes))
+    if min(sizes) == 0 or n_boot < 2:
+        raise ValueError(f"paired_bootstrap_se needs at least one item and n_boot >= 2, got {min(sizes)}, {n_boot}")
+    if max(sizes) == 1:
         return 0.0
     rng = np.random.default_rng(seed)
     values = np.empty(n_boot)
     for b in range(n_boot):
-        idx = rng.integers(0, n, size=n)
-        values[b] = statistic([a[idx] for a in arrs])
+        idx = [rng.integers(0, n, size=n) for n in sizes]
+        values[b] = statistic([[a[i] for a, i in zip(run, idx)] for run in arrs])
     return float(np.std(values, ddof=1))
 
 
