@@ -282,3 +282,7 @@ def test_suite_rows_pair_each_tasks_items_and_recompute_the_suite_metrics():
     rv, v = _suite_row("R+V", model(0.9)), _suite_row("V", model(0.95))
     pair_only = J.judge(C.BY_NAME["t6-superglue-rv-above-v"], [rv, v])["pairs"][0]
     assert pair_only["method"].endswith("over 500 items")  # the pair task's items alone
+    # a resample in which no single-sentence item is right leaves pair_vs_single undefined: the unpaired error
+    tiny = [_suite_row(n, [{"sentiment": np.array([1, 0], bool), "paraphrase": np.array([1, 1, 0], bool)}] * 2)
+            for n in ("R", "V")]
+    assert J.judge(C.BY_NAME["t5-pairs-r-weak"], tiny)["pairs"][0]["method"] == "paired seeds"

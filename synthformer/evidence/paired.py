@@ -88,7 +88,9 @@ def _suite_strata(items: dict, metric: str):
     def statistic(strata: list) -> float:
         means = [statistics.fmean(value("accuracy", s) for s in strata[i - n:i])
                  for i, n in zip(itertools.accumulate(sizes), sizes)]
-        return means[0] if len(means) == 1 else 100.0 * means[0] / means[1]
+        if len(means) == 1:
+            return means[0]
+        return 100.0 * means[0] / means[1] if means[1] else math.nan  # a resample with no single item right
 
     return tuple(zip(tasks, (f[0] for f in found))), [f[1] for f in found], statistic
 
@@ -109,7 +111,7 @@ def gap_item_se(metric: str, lower_is_better: bool, a_runs: list[dict], b_runs: 
     items resampled with the same indices (`stratified_bootstrap_se`: a suite's tasks each on their own); the
     gap is the mean of the per-seed gaps when `paired_seeds` (the runs of A and B in the same order, one per
     shared seed), else the gap of the means. None when a run has no record of the metric or the runs were not
-    scored on the same items."""
+    scored on the same items, or where a resample leaves the metric undefined (a ratio over 0)."""
     found = [_strata(r, metric) for r in (*a_runs, *b_runs)]
     if not a_runs or not b_runs or any(f is None for f in found) or len({f[0] for f in found}) != 1:
         return None
@@ -128,4 +130,5 @@ def gap_item_se(metric: str, lower_is_better: bool, a_runs: list[dict], b_runs: 
             return statistics.fmean(rel(x, y) for x, y in zip(a, b))
         return rel(statistics.fmean(a), statistics.fmean(b))
 
-    return stratified_bootstrap_se(runs, gap, n_boot=n_boot), sum(len(a) for a in runs[0])
+    se = stratified_bootstrap_se(runs, gap, n_boot=n_boot)
+    return (se, sum(len(a) for a in runs[0])) if math.isfinite(se) else None
