@@ -84,6 +84,13 @@ def test_table5_reuse_fine_tunes_table4s_runs_and_refuses_other_settings(tmp_pat
         assert len(r["sweep"]) == 1
     assert not (t5 / "finetune" / "pretrain").exists() and not (t5 / "finetune" / "tune").exists()
     assert sum(f"finished in {grid / 'tune'}" in m for m in said) == len(table5.VARIANTS)
+    section = json.loads((t5 / "results.json").read_text())["sections"][0]  # items paired, kept in finetune/ alone
+    assert section["paired"] and not any("items" in s for r in section["rows"] for s in r["seeds"])
+    methods = {f["claim"]: p["method"] for f in section["findings"] for p in f.get("pairs") or []}
+    items = rows[0]["seeds"][0]["items"]["tasks"]
+    assert methods["t5-single-r-close-v"].endswith(f"over {len(items['sentiment']['correct'])} items")  # SST-2
+    assert methods["t5-glue-r-below-v"].endswith(f"over {sum(len(t['correct']) for t in items.values())} items")
+    assert all("paired bootstrap over" in m for m in methods.values()), methods
     kept = len(list((t5 / "finetune" / "cells").rglob("*.json")))  # one a fine-tuning run: table5 keeps cells too
     assert kept == len(table5.VARIANTS) * len(table5.TASKS)
     assert f"finetune {kept} cells" in next(line for line in grid_folders(tmp_path, {}) if "/t5`" in line)

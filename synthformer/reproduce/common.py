@@ -186,11 +186,14 @@ def slim_rows(results: dict) -> list[dict]:
     """The result rows without resolved configs (results.json of the grid keeps those)."""
     keep = ("variant", "params", "metrics", "metrics_std", "interval", "tuned", "sweep", "seeds", "tokens_per_s",
             "tokens_per_s_std", "train_tokens_per_s", "train_time_s", "n_seeds", "runs")
-    rows = [{k: r.get(k) for k in keep} for r in results["variants"]]
-    for r in rows:  # per-item records stay in the grid's results.json (`paired`: whether every seed kept them)
-        r["seeds"] = [{k: v for k, v in s.items() if k != "items"} if isinstance(s, dict) else s
-                      for s in r.get("seeds") or []]
-    return rows
+    return without_items([{k: r.get(k) for k in keep} for r in results["variants"]])
+
+
+def without_items(rows: list[dict]) -> list[dict]:
+    """`rows` with their seeds' per-item records left out (they stay in the grid's results.json; `paired`
+    says whether every seed kept one)."""
+    return [{**r, "seeds": [{k: v for k, v in s.items() if k != "items"} if isinstance(s, dict) else s
+                            for s in r.get("seeds") or []]} for r in rows]
 
 
 def paired(results: dict) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..evidence.compare import DEFAULT_SEEDS
 from ..evidence.grid import SETTINGS
 from ..evidence.tuning import recorded_protocol
-from .common import ReproduceError, Section, Spec, reuse
+from .common import ReproduceError, Section, Spec, paired, reuse, without_items
 from .table4 import grids as table4_grids
 
 VARIANTS = ("V", "R", "D", "R+V", "D+V", "dynamicconv")  # the paper's Tables 5-6 rows, less T5 Base+ (below)
@@ -145,11 +145,17 @@ def sst2_findings(results: dict) -> list:
             rows.append({**r, "metrics": {"accuracy": r["metrics"].get("acc_sentiment")}})
             continue
         per_seed = [{"seed": s["seed"], "metrics": {"accuracy": s["metrics"].get("acc_sentiment"),
-                                                    "accuracy_se": s["metrics"].get("acc_sentiment_se")}}
-                    for s in r.get("seeds", [])]
+                                                    "accuracy_se": s["metrics"].get("acc_sentiment_se")},
+                     **_task_items(s, "sentiment")} for s in r.get("seeds", [])]
         rows.append({"variant": r["variant"], "metrics": {"accuracy": r["metrics"].get("acc_sentiment")},
                      "seeds": per_seed, "interval": intervals(per_seed)})
     return judge_rows(rows, "classify-sentiment", select(["Table 5"]))
+
+
+def _task_items(seed: dict, task: str) -> dict:
+    """{"items": one task's per-item record} from a suite seed row (`paired.suite_items`), or {} without one."""
+    record = ((seed.get("items") or {}).get("tasks") or {}).get(task)
+    return {"items": record} if record else {}
 
 
 def section(results: dict) -> Section:
@@ -164,11 +170,11 @@ def section(results: dict) -> Section:
     body = "\n".join(("#" + ln if ln.startswith("#") else ln) for ln in text.splitlines()[1:]).strip()
     found = results["findings"] + sst2_findings(results)
     body += "\n\nThe SST-2 claims are judged on the sentiment task's accuracy after fine-tuning."
+    rows = without_items([{k: r.get(k) for k in ("variant", "metrics", "metrics_std", "interval", "tuned", "sweep",
+                                                 "seeds", "n_seeds", "pretrain_loss", "params", "tokens_per_s",
+                                                 "base_plus")} for r in results["variants"]])
     return Section("Pretrain, then fine-tune (Tables 5-6)", body, found, kinds=("finetune", "classify-sentiment"),
                    variants=tuple(r["variant"] for r in results["variants"]),
-                   data={"key": "finetune", "folder": "finetune", "rows": [
-                       {k: r.get(k) for k in ("variant", "metrics", "metrics_std", "interval", "tuned", "sweep",
-                                              "seeds", "n_seeds", "pretrain_loss", "params", "tokens_per_s",
-                                              "base_plus")} for r in results["variants"]],
-                         "floor": results.get("floor"), "tuning": results.get("tuning"),
+                   data={"key": "finetune", "folder": "finetune", "rows": rows, "floor": results.get("floor"),
+                         "tuning": results.get("tuning"), "paired": paired(results),
                          "base_plus": results.get("base_plus"), "findings": found})
