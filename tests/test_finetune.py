@@ -15,7 +15,8 @@ from synthformer.data.sources import DataSplits
 from synthformer.data.tokenizer import SPECIALS
 from synthformer.errors import ConfigError
 from synthformer.training.init_from import init_encoder
-from synthformer.evidence.suite import BASE_PLUS, SUITE, SuiteConfig, pretrain_finetune, summarize
+from synthformer.evidence.suite import SuiteConfig, pretrain_finetune
+from synthformer.evidence.suite_rows import BASE_PLUS, SUITE, summarize
 from synthformer.model import load
 from synthformer.tasks.classify import pair_splits
 from synthformer.training.loop import TrainConfig, prepare_data, train

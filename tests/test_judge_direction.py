@@ -9,6 +9,7 @@ import statistics
 import numpy as np
 import pytest
 
+from synthformer.evidence import gaps as G
 from synthformer.evidence import judge as J
 from synthformer.evidence.floors import majority_accuracy
 from synthformer.evidence.paper import claims as C
@@ -64,7 +65,7 @@ def test_a_band_wider_than_its_data_can_resolve_is_undecidable_with_the_size_tha
     assert found["status"] == J.UNDECIDABLE == pair["status"]
     assert "scales as 1/sqrt(n)" in found["note"] and "items (seeds as now)" in found["note"]
     # the size it names: the item part scaled by 1/sqrt(k) brings the half-width under the band
-    g = J.pair_gap(True, J.seed_runs(rows[0], "ppl"), J.seed_runs(rows[1], "ppl"))
+    g = G.pair_gap(True, J.seed_runs(rows[0], "ppl"), J.seed_runs(rows[1], "ppl"))
     k = g.item_half ** 2 / (0.10 ** 2 - g.seed_half ** 2)
     assert np.hypot(g.seed_half, g.item_half / np.sqrt(k * 1.01)) < 0.10 < np.hypot(g.seed_half, g.item_half)
     # a refutation stays a refutation however wide the interval: far outside the band is not reproduced
@@ -240,7 +241,7 @@ def test_stratified_bootstrap_of_a_mean_over_tasks_matches_its_analytic_error():
 def _suite_row(variant, per_seed):
     """A fine-tuning suite's row as `suite._seed_row` builds it: per seed, {task: correct array} -> metrics + items."""
     from synthformer.evidence.paired import suite_items
-    from synthformer.evidence.suite import summarize, task_groups
+    from synthformer.evidence.suite_rows import summarize, task_groups
 
     seeds = []
     for i, by_task in enumerate(per_seed):

@@ -31,7 +31,8 @@ from dataclasses import dataclass, replace
 
 from ..mixers import MixerError, resolve_mixer
 from ..tasks.metrics import METRIC_TITLES
-from .judge import Gap, floor_holds, is_floor, judge_learned, pair_gap, proxy_claim, row_stat
+from .gaps import Gap, pair_gap
+from .judge import floor_holds, is_floor, judge_learned, proxy_claim, row_stat
 from .paper.claims import BY_NAME, PROXY_LABELS, Claim
 from .paper.numbers import TABLE2, TABLE3, TABLE4, TABLE5, TABLE7_IMDB, glue_summary
 

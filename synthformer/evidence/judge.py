@@ -34,7 +34,7 @@ Every pair (subject A, other B) of a claim is judged on the **gap** = A's shortf
    * fewer than two seeds on a side: half-width ``max(1.96 * sqrt(var), SINGLE_SEED_MARGIN)`` -- one
      seed cannot show the training noise, so never narrower than 5%; item errors widen it.
 
-   Where every compared run kept its per-item record (``"items"``, new cells), ``1.96 * se_item`` is
+   (`synthformer.evidence.gaps.pair_gap`.) Where every compared run kept its per-item record (``"items"``, new cells), ``1.96 * se_item`` is
    replaced by the paired bootstrap's: item indices resampled jointly across A's and B's runs
    (`synthformer.evidence.paired.gap_item_se`), the pair's ``method`` then ending ", paired bootstrap over N
    items". Otherwise (older cells):
@@ -75,27 +75,25 @@ the same rule with those parts left out.
 
 `judge` gives one claim's finding, `judge_rows` the findings of every claim of a task kind, `gate_note`
 why a comparison stops after its first variant, `finding_line` a finding as a Markdown bullet.
-Statistics come from `synthformer.utils.stats` (`Stat`, `stat`, `t_quantile`, `mean_se_shared`).
+Statistics come from `synthformer.utils.stats` (`Stat`, `stat`) and the pairs' intervals from
+`synthformer.evidence.gaps`.
 """
 from __future__ import annotations
 
-import functools
 import math
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..tasks.metrics import LOWER_IS_BETTER, METRIC_TITLES, clip_to_range
-from ..utils.stats import Stat, finite_number, mean_se_shared, stat, t_quantile
+from ..utils.stats import Stat, finite_number, stat
+from .gaps import BESIDE_METRICS, SINGLE_SEED_MARGIN, Gap, pair_gap, read_metric, t95
 from .paper.claims import CLAIMS, PROXY_LABELS, Claim
 
-SINGLE_SEED_MARGIN = 0.05  # fewer than two seeds a side: the gap's interval is at least ± this (relative)
-Z95 = 1.96  # normal 97.5% quantile (one seed: item errors only)
 FLOOR_REL_MARGIN = 0.05  # perplexity / loss: a variant must be this fraction below the floor's value
 CHANCE_MARGIN = 2.0  # accuracy points above the majority class (floor row or "chance_accuracy")
 FLOOR_POINTS = {"bleu": 1.0, "rougeL": 1.0}  # BLEU / ROUGE-L points above the copy / lead floor
 BLEU_FLOOR = 1.0  # no floor row: every variant under this BLEU (0-100) learned no output, gaps are noise
 BLEU_PAPER_FRACTION = 0.1  # ... nor under a tenth of the paper's lowest score in the claim
-BESIDE_METRICS = ("tokens_per_s", "peak_bytes")  # read beside a row's "metrics" (metrics as fallback)
 UNDECIDABLE = "undecidable at this size"  # a band the data's interval cannot fit in: refutable, never reproducible
 STATUSES = ("reproduced", "not reproduced", "inconclusive", UNDECIDABLE)
 
@@ -145,22 +143,14 @@ def _floor_points(metric: str) -> float:
 
 
 # ----------------------------------------------------------------------------- our numbers
-def _read(r: dict, key: str) -> float | None:
-    """`key` of one (per-seed) row: inside "metrics", or beside it for tokens_per_s / peak_bytes."""
-    metrics = r.get("metrics") or {}
-    if key in BESIDE_METRICS:
-        return finite_number(r.get(key)) if r.get(key) is not None else finite_number(metrics.get(key))
-    return finite_number(metrics.get(key))
-
-
 def seed_runs(row: dict, metric: str) -> list[tuple[object, float, float | None]]:
     """(seed or None, value, item standard error or None) of each run of a row that has `metric`: its
     "seeds" list when present, else the row itself. The error is the run's "<metric>_se"."""
     out = []
     for r in row.get("seeds") or [row]:
-        v = _read(r, metric)
+        v = read_metric(r, metric)
         if v is not None:
-            out.append((r.get("seed"), v, _read(r, f"{metric}_se")))
+            out.append((r.get("seed"), v, read_metric(r, f"{metric}_se")))
     return out
 
 
@@ -186,113 +176,6 @@ def is_floor(row: dict) -> bool:
 
 
 # ----------------------------------------------------------------------------- the rule
-@functools.lru_cache(maxsize=None)
-def t95(df: int) -> float:
-    """Two-sided 95% Student t quantile with `df` degrees of freedom (df >= 1): `stats.t_quantile(0.975, df)`
-    to three decimals, the precision of the printed t table the rule was written with (for df <= 30 these are
-    that table's numbers, digit for digit)."""
-    return round(t_quantile(0.975, df), 3)
-
-
-@dataclass(frozen=True)
-class Gap:
-    """A pair's relative gap (positive = the subject worse) with its 95% interval."""
-
-    gap: float
-    lo: float
-    hi: float
-    method: str  # "paired seeds" | "unpaired seeds" | "one seed" (+ ", paired bootstrap over N items")
-    seed_half: float = 0.0  # the seed part of the half-width (t over seeds; one seed: 0)
-    item_half: float = 0.0  # the item part (1.96 x the item error of the gap)
-    n_seeds: int = 1  # seeds the seed part is over (shared seeds, or the smaller side)
-    n_items: int | None = None  # evaluation items, where the rows say
-    floor_half: float = 0.0  # a half-width no size changes (one seed: SINGLE_SEED_MARGIN)
-
-    @property
-    def half(self) -> float:
-        return (self.hi - self.lo) / 2
-
-
-def _ratio_var(a: float, b: float, var_a: float, var_b: float) -> float:
-    """Delta-method variance of (a - b) / |b| from the variances of a and b (independent)."""
-    return (var_a + (a / b) ** 2 * var_b) / b ** 2
-
-
-def pair_gap(lower_is_better: bool, a_runs: list, b_runs: list, metric: str = "", a_row: dict | None = None,
-             b_row: dict | None = None) -> Gap:
-    """The gap of subject A against other B and its 95% interval (module docstring, step 2), from
-    `seed_runs` of each. With `metric` and the rows, where every compared run kept its per-item record the item
-    part is the paired bootstrap's (`paired.gap_item_se`) instead of the runs' own item errors."""
-    gap = _pair_gap(lower_is_better, a_runs, b_runs)
-    if not metric or a_row is None or b_row is None:
-        return gap
-    from .paired import gap_item_se
-
-    a_all = [r for r in a_row.get("seeds") or [a_row] if _read(r, metric) is not None]
-    b_all = [r for r in b_row.get("seeds") or [b_row] if _read(r, metric) is not None]
-    if gap.method == "paired seeds":
-        b_by_seed = {r.get("seed"): r for r in b_all if r.get("seed") is not None}
-        a_all = [r for r in a_all if r.get("seed") in b_by_seed]
-        b_all = [b_by_seed[r.get("seed")] for r in a_all]
-    found = gap_item_se(metric, lower_is_better, a_all, b_all, gap.method == "paired seeds")
-    if found is None:
-        return gap
-    se, n_items = found
-    item_half = Z95 * se
-    if gap.method == "one seed":
-        half = max(math.hypot(gap.seed_half, item_half), SINGLE_SEED_MARGIN)
-    else:
-        half = math.hypot(gap.seed_half, item_half)
-    return replace(gap, lo=gap.gap - half, hi=gap.gap + half, method=f"{gap.method}, paired bootstrap over "
-                   f"{n_items:,} items", item_half=item_half, n_items=n_items)
-
-
-def _pair_gap(lower_is_better: bool, a_runs: list, b_runs: list) -> Gap:
-    """`pair_gap` with the runs' own item errors (unpaired: their variances add)."""
-    sign = 1.0 if lower_is_better else -1.0
-
-    def rel(a, b):
-        return sign * (a - b) / (abs(b) or 1.0)
-
-    b_seeds = {s: (v, se) for s, v, se in b_runs if s is not None}
-    shared = [(v, se, *b_seeds[s]) for s, v, se in a_runs if s in b_seeds]
-    if len(shared) >= 2:
-        gaps = [rel(a, b) for a, _, b, _ in shared]
-        item = _item_var([(a, sa, b, sb) for a, sa, b, sb in shared])
-        n = len(gaps)
-        # each source of noise with its own quantile, as stats.combine: t over the seeds, normal for the
-        # items (a t with n - 1 degrees of freedom on the item part would widen it 2x at 3 seeds for nothing)
-        mean = statistics.fmean(gaps)
-        seed_half, item_half = t95(n - 1) * math.sqrt(statistics.variance(gaps) / n), Z95 * math.sqrt(item)
-        half = math.hypot(seed_half, item_half)
-        return Gap(mean, mean - half, mean + half, "paired seeds", seed_half, item_half, n)
-    a_vals, b_vals = [v for _, v, _ in a_runs], [v for _, v, _ in b_runs]
-    a, b = statistics.fmean(a_vals), statistics.fmean(b_vals)
-    ref = abs(b) or 1.0
-    var_a = statistics.variance(a_vals) / len(a_vals) if len(a_vals) > 1 else 0.0
-    var_b = statistics.variance(b_vals) / len(b_vals) if len(b_vals) > 1 else 0.0
-    seeds = _ratio_var(a, ref, var_a, var_b)
-    a_se, b_se = mean_se_shared([se for _, _, se in a_runs]), mean_se_shared([se for _, _, se in b_runs])
-    item = _item_var([(a, a_se, b, b_se)])
-    gap = rel(a, b)
-    if len(a_vals) > 1 and len(b_vals) > 1:
-        n = min(len(a_vals), len(b_vals))
-        seed_half, item_half = t95(n - 1) * math.sqrt(seeds), Z95 * math.sqrt(item)
-        half = math.hypot(seed_half, item_half)
-        return Gap(gap, gap - half, gap + half, "unpaired seeds", seed_half, item_half, n)
-    half = max(Z95 * math.sqrt(seeds + item), SINGLE_SEED_MARGIN)
-    return Gap(gap, gap - half, gap + half, "one seed", Z95 * math.sqrt(seeds), Z95 * math.sqrt(item), 1,
-               floor_half=SINGLE_SEED_MARGIN)
-
-
-def _item_var(pairs: list) -> float:
-    """Item-error variance of the gap (items shared by the seeds: the mean of the per-seed errors,
-    squared); 0 unless every (a, se_a, b, se_b) has both errors."""
-    if not pairs or any(sa is None or sb is None for _, sa, _, sb in pairs):
-        return 0.0
-    return statistics.fmean(math.sqrt(_ratio_var(a, abs(b) or 1.0, sa ** 2, sb ** 2)) for a, sa, b, sb in pairs) ** 2
-
-
 def decide(claim: Claim, g: Gap) -> str:
     """The status of one pair's gap under the claim's relation (module docstring, step 3)."""
     t = claim.threshold
@@ -476,7 +359,7 @@ def _proxy_finding(claim: Claim, rows: list[dict], finding: dict) -> dict:
 def _floor_value(floors: list[dict], metric: str) -> tuple[float, str] | None:
     """(value, name) of the hardest floor row holding `metric` (the one a variant finds hardest to beat)."""
     found = [(v, (f.get("names") or {}).get(metric) or f.get("name") or "floor")
-             for f in floors if (v := _read(f, metric)) is not None]
+             for f in floors if (v := read_metric(f, metric)) is not None]
     if not found:
         return None
     return min(found) if metric in LOWER_IS_BETTER else max(found)
@@ -511,7 +394,7 @@ def _seeds_below(claim: Claim, metric: str, rows: list[dict], floors: list[dict]
         runs = r.get("seeds") or [r]
         bad = []
         for run in runs:
-            v = _read(run, metric)
+            v = read_metric(run, metric)
             if v is None:
                 continue
             f = _majority(floor, run) if metric == "accuracy" else floor

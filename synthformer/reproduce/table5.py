@@ -15,7 +15,7 @@ from .table4 import grids as table4_grids
 
 VARIANTS = ("V", "R", "D", "R+V", "D+V", "dynamicconv")  # the paper's Tables 5-6 rows, less T5 Base+ (below)
 REUSES = "table4"  # `--reuse`: its MLM grid's finished sweep and seeds are this pretraining (table4_pretraining)
-BASE_PLUS = "T5 Base+"  # finetune_suite.BASE_PLUS: added at the cpu and gpu budgets
+BASE_PLUS = "T5 Base+"  # evidence.suite_rows.BASE_PLUS: added at the cpu and gpu budgets
 TASKS = ("sentiment", "topic", "paraphrase")  # synthformer.training.init_from.SUITE
 # Fine-tuning steps a task at cpu (batch 16, lr 5e-4, 32 tokens), measured from a V pretrained as table4's: topic
 # 24.3% test accuracy after 800 steps, 34.3% after 2,000, against a majority class of 14.4%.
@@ -161,7 +161,7 @@ def _task_items(seed: dict, task: str) -> dict:
 def section(results: dict) -> Section:
     """The report section: pretrain_finetune's own report (per-task scores, averages, deltas vs V, the
     paper's GLUE/SuperGLUE columns) and its findings, plus the SST-2 claims on the sentiment task."""
-    from ..evidence.suite import report_markdown, suite_findings
+    from ..evidence.suite_rows import report_markdown, suite_findings
 
     # judged now, not read from the suite's results.json: a rule or claim added since the runs applies to them too
     results = {**results, "findings": suite_findings(results)}
