@@ -199,3 +199,23 @@ def test_without_ray_the_ray_executor_is_one_line_naming_the_extra_and_the_core_
                "synthformer.reproduce; print('ray' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", imports], capture_output=True, text=True,
                           timeout=120).stdout.strip() == "False"
+
+
+def test_the_grid_bar_keeps_redrawing_while_cells_run_after_one_has_finished(monkeypatch):
+    """The bar's elapsed time moves between finished cells (a log file got nothing for half an hour once the
+    first cell had finished: tqdm's dynamic miniters waited for the next one)."""
+    import io
+
+    from synthformer.evidence.executors import Progress
+
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    bar = Progress(3, mininterval=0.05)
+    bar.update(done=1, running=2)
+    drawn = err.getvalue().count("\r")
+    end = time.monotonic() + 0.6
+    while time.monotonic() < end:  # the driver's poll: an update with nothing finished, every few ms here
+        bar.update(running=2)
+        time.sleep(0.01)
+    bar.close()
+    assert err.getvalue().count("\r") - drawn >= 3 and "running=2" in err.getvalue()

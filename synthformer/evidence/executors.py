@@ -119,11 +119,15 @@ class Progress:
     """One bar for the cells a grid trains: done / total, running, failed, ETA; each cell's own progress is in
     its log file."""
 
-    def __init__(self, total: int):
+    def __init__(self, total: int, mininterval: float | None = None):
         from tqdm.auto import tqdm
 
+        if mininterval is None:  # a log file: a line a minute, not a second
+            mininterval = 0.1 if sys.stderr.isatty() else 60
+        # miniters=0: every update past mininterval redraws, so running cells keep the time moving between
+        # finished cells (tqdm's dynamic miniters would wait for the next finished cell: half an hour in a log)
         self.bar = tqdm(total=total, desc="grid", unit="cell", file=sys.stderr, dynamic_ncols=True,
-                        mininterval=0.1 if sys.stderr.isatty() else 60)  # a log file: a line a minute, not a second
+                        mininterval=mininterval, miniters=0)
         self.running, self.failed = 0, 0
 
     def update(self, done: int = 0, running: int | None = None, failed: int = 0, line: str | None = None):
