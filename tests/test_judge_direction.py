@@ -76,6 +76,35 @@ def test_a_band_wider_than_its_data_can_resolve_is_undecidable_with_the_size_tha
     assert J.judge(R_CLOSE_V, crossing)["status"] == "inconclusive"
 
 
+def test_an_inconclusive_pair_says_what_size_would_decide_it_were_the_gap_to_hold():
+    """Issue 48's acceptance: each claim left inconclusive says why, as a size. The half-width that decides is the
+    gap's distance to the line it must clear; the seeds named bring a t interval of the same spread under it."""
+    crossing = [seeded("R", "ppl", [108.0, 116.0, 112.0]), seeded("V", "ppl", [100.0, 101.0, 100.0])]
+    found = J.judge(R_CLOSE_V, crossing)
+    pair = found["pairs"][0]
+    assert found["status"] == pair["status"] == "inconclusive"
+    g = G.pair_gap(True, J.seed_runs(crossing[0], "ppl"), J.seed_runs(crossing[1], "ppl"))
+    under = abs(g.gap) - 0.10  # beyond the band: the interval must clear +10% to refute it
+    assert pair["to_decide"] == {"half": round(g.half, 4), "under": round(under, 4),
+                                 "sizes": [pair["to_decide"]["sizes"][0]]}
+    m = int(pair["to_decide"]["sizes"][0].split()[0][1:])
+    sd = g.seed_half * math.sqrt(3) / G.t95(2)
+    assert G.t95(m - 1) * sd / math.sqrt(m) < under <= G.t95(m - 2) * sd / math.sqrt(m - 1)
+    assert f"R vs V: a 95% half-width under ±{under:.1%}" in found["note"] and "were the gap to hold" in found["note"]
+    # the distance per relation and side
+    fr = FR_CLOSE_V  # ±15%, the paper: slightly worse
+    assert J.decisive_half(fr, 0.05) == pytest.approx(0.10)  # inside: the nearer edge
+    assert J.decisive_half(fr, -0.05) == pytest.approx(0.10)  # wrong side: inside by 10%, or below 0 by 5%
+    assert J.decisive_half(fr, -0.12) == pytest.approx(0.12)  # wrong side: below 0 by 12% refutes it sooner
+    assert J.decisive_half(C.BY_NAME["t4-c4-dv-below-v"], 0.088) == pytest.approx(0.088)  # "better": the line 0
+    # a gap exactly on the line: no size decides it
+    assert "no size decides it" in J.to_decide(R_CLOSE_V, G.Gap(0.10, 0.05, 0.15, "paired seeds", 0.05, 0.0, 3))
+    # a floor that decides the claim leaves no size to name: the note says what was not learned
+    floor = {"variant": "bigram", "floor": True, "metrics": {"ppl": 50.0}}
+    gated = J.judge(R_CLOSE_V, crossing + [floor])
+    assert gated["status"] == "inconclusive" and "to_decide" not in gated["pairs"][0] and "needs" in gated["note"]
+
+
 def test_the_new_status_is_ranked_and_counted():
     from synthformer.evidence.tables import findings_markdown
     from synthformer.reproduce.common import status_counts

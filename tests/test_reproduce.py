@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from synthformer.reproduce.index import _short as index_short
 from synthformer.cli import main
 from synthformer.evidence.paper.claims import CLAIMS
 from synthformer.data.sources import SOURCES, load_source
@@ -390,6 +391,12 @@ def test_publish_and_index_list_every_claim_and_what_was_not_run(tmp_path):
     seeds = {len(r["seeds"]) for s in results["sections"] for r in s["rows"]}  # the seeds run, not "auto"
     assert len(seeds) == 1 and row.split(" | ")[3] == str(seeds.pop()), row
     assert row.split(" | ")[5] == "no sweep, paired items", row  # smoke: untuned; new cells keep their items
+    # every open claim, with what keeps it open (a size, or what was not learned), in its own section
+    opened = [c for c in results["claims"] if c["status"].startswith(("inconclusive", "undecidable"))]
+    assert opened and all(c["open"] for c in opened)
+    section = text.split("## What would decide the open claims")[1].split("## Why ours differs")[0]
+    for c in opened:
+        assert f"| `{c['claim']}` | {c['status']} | {index_short(c['open'], 600)} |" in section
     # a grid folder under grids/ is listed with its finished cells per grid, and as the published
     # report's source when that report (same name and budget) was written after the grid started
     grid = out / "grids" / "table7-smoke"

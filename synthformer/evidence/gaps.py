@@ -5,7 +5,8 @@ The gap of subject A against other B is A's shortfall relative to B, ``(A - B) /
 side's per-seed runs: the per-seed gaps over shared seeds (t over the seeds), else the gap of the means (the
 delta method's variance), one seed never narrower than ``SINGLE_SEED_MARGIN``; the item part from the runs'
 own errors, or the paired bootstrap over the items where every run kept them (`synthformer.evidence.paired`).
-`t95` is the two-sided t quantile it uses, `Gap` what it returns, `read_metric` a row's value of a metric.
+`t95` is the two-sided t quantile it uses, `Gap` what it returns, `read_metric` a row's value of a metric,
+`sizes_for` the sizes (seeds or items) that would bring a gap's half-width under a target.
 """
 from __future__ import annotations
 
@@ -134,3 +135,31 @@ def _item_var(pairs: list) -> float:
     if not pairs or any(sa is None or sb is None for _, sa, _, sb in pairs):
         return 0.0
     return statistics.fmean(math.sqrt(_ratio_var(a, abs(b) or 1.0, sa ** 2, sb ** 2)) for a, sa, b, sb in pairs) ** 2
+
+
+def parts_text(g: Gap) -> str:
+    """A gap's half-width and its parts in words: "±13.0% (seeds ±13.0% over 3, items ±0.4% over 1,488)"."""
+    if not (g.seed_half or g.item_half):
+        return f"±{g.half:.1%}"
+    items = f" over {g.n_items:,}" if g.n_items else ""
+    return f"±{g.half:.1%} (seeds ±{g.seed_half:.1%} over {g.n_seeds}, items ±{g.item_half:.1%}{items})"
+
+
+def sizes_for(g: Gap, target: float) -> list[str]:
+    """In words, the sizes that would bring `g`'s 95% half-width under `target` (> 0), e.g. ["~7 seeds (items as
+    now)", "~12,000 items (seeds as now)"]. Each part scales as 1/sqrt(n): the seed part t95(n - 1) x sd / sqrt(n)
+    with the seeds n (its t quantile recomputed), the item part 1.96 x se_item with the evaluation items (se_item
+    ~ 1/sqrt(N)); half = hypot(seed, item). Where neither alone does it, both scaled by the same factor."""
+    seed, item, n = g.seed_half, g.item_half, g.n_seeds
+    ways = []
+    if item < target and seed > 0 and n >= 2:  # more seeds, the items as now
+        sd = seed * math.sqrt(n) / t95(n - 1)
+        m = next((m for m in range(n + 1, 10_001) if math.hypot(t95(m - 1) * sd / math.sqrt(m), item) < target),
+                 None)
+        if m:
+            ways.append(f"~{m} seeds (items as now)")
+    if seed < target and item > 0:  # more items, the seeds as now
+        k = item ** 2 / (target ** 2 - seed ** 2)
+        ways.append(f"~{math.ceil(k * g.n_items):,} items (seeds as now)" if g.n_items
+                    else f"~{k:.1f}x the evaluation items (seeds as now)")
+    return ways or [f"both ~{(g.half / target) ** 2:.1f}x the seeds and the items"]

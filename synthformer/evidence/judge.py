@@ -51,7 +51,8 @@ Every pair (subject A, other B) of a claim is judged on the **gap** = A's shortf
    'slightly worse'"). A band whose interval's half-width is at least the band's ``t`` can never lie inside
    it: such a pair, when not refuted, is *undecidable at this size* (``UNDECIDABLE``), and the note says what
    would decide it (`size_needed`: each part of the half-width scales as 1/sqrt(n), seeds or items).
-   Anything else is inconclusive. A claim is *not reproduced* when any pair is, else *inconclusive*
+   Anything else is inconclusive, its note saying what size would decide it were the gap to hold (`to_decide`:
+   the half-width under the gap's distance to the line it must clear, `decisive_half`). A claim is *not reproduced* when any pair is, else *inconclusive*
    when any pair is, else *undecidable at this size* when any pair is, else *reproduced*; step 1 overrides
    all of it with *inconclusive*.
 
@@ -80,13 +81,12 @@ Statistics come from `synthformer.utils.stats` (`Stat`, `stat`) and the pairs' i
 """
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import replace
 
 from ..tasks.metrics import LOWER_IS_BETTER, METRIC_TITLES, clip_to_range
 from ..utils.stats import Stat, finite_number, stat
-from .gaps import BESIDE_METRICS, SINGLE_SEED_MARGIN, Gap, pair_gap, read_metric, t95
+from .gaps import BESIDE_METRICS, SINGLE_SEED_MARGIN, Gap, pair_gap, parts_text, read_metric, sizes_for
 from .paper.claims import CLAIMS, PROXY_LABELS, Claim
 
 FLOOR_REL_MARGIN = 0.05  # perplexity / loss: a variant must be this fraction below the floor's value
@@ -193,34 +193,56 @@ def decide(claim: Claim, g: Gap) -> str:
 
 def size_needed(claim: Claim, g: Gap) -> str:
     """In words: why a band claim is undecidable with the gap's interval `g` (its half-width reaches the band
-    ±t) and what size would bring the half-width under t. The rule: each part of the half-width scales as
-    1/sqrt(n) -- the seed part t95(n - 1) x sd / sqrt(n) with the seeds n (its t quantile recomputed), the item
-    part 1.96 x se_item with the evaluation items (se_item ~ 1/sqrt(N)); half = sqrt(seed^2 + item^2). Under t
-    is necessary, not sufficient: the gap itself must also sit inside the band."""
+    ±t) and what size would bring the half-width under t (`gaps.sizes_for`). Under t is necessary, not
+    sufficient: the gap itself must also sit inside the band."""
     t = claim.threshold
-    seed, item, n = g.seed_half, g.item_half, g.n_seeds
-    parts = f"±{g.half:.1%}" + (f" (seeds ±{seed:.1%} over {n}, items ±{item:.1%}" +
-                                (f" over {g.n_items:,}" if g.n_items else "") + ")" if seed or item else "")
-    head = f"the 95% half-width this data reaches, {parts}, is at least the ±{_pct(t)} band, so its interval can "\
-           "never lie inside it"
+    head = f"the 95% half-width this data reaches, {parts_text(g)}, is at least the ±{_pct(t)} band, so its " \
+           "interval can never lie inside it"
     if g.floor_half >= t:
         return (f"{head}: one seed's interval is never narrower than ±{g.floor_half:.0%}; with 3 or more seeds of "
                 "each, shared, the seed spread can be measured")
-    ways = []
-    if item < t and seed > 0 and n >= 2:  # more seeds, the items as now
-        sd = seed * math.sqrt(n) / t95(n - 1)
-        m = next((m for m in range(n + 1, 10_001) if math.hypot(t95(m - 1) * sd / math.sqrt(m), item) < t), None)
-        if m:
-            ways.append(f"~{m} seeds (items as now)")
-    if seed < t and item > 0:  # more items, the seeds as now
-        k = item ** 2 / (t ** 2 - seed ** 2)
-        ways.append(f"~{math.ceil(k * g.n_items):,} items (seeds as now)" if g.n_items
-                    else f"~{k:.1f}x the evaluation items (seeds as now)")
-    if not ways:
-        ways.append(f"both ~{(g.half / t) ** 2:.1f}x the seeds and the items")
     return (f"{head}; each part of the half-width scales as 1/sqrt(n) (n: seeds for the seed part, items for "
-            f"the item part), so {' or '.join(ways)} would bring it under ±{_pct(t)} (necessary, not sufficient: "
-            "the gap must also sit inside the band)")
+            f"the item part), so {' or '.join(sizes_for(g, t))} would bring it under ±{_pct(t)} (necessary, not "
+            "sufficient: the gap must also sit inside the band)")
+
+
+def decisive_half(claim: Claim, gap: float) -> float:
+    """The widest 95% half-width at which an interval centred on `gap` decides the pair under the claim's
+    relation (`decide`: reproduced or not reproduced): its distance to the line it must clear -- t for
+    "worse", -t for "better"; for a band the nearer edge from inside (or the farther side beyond it), or 0 on
+    the wrong side of a band with the paper's lean, whichever decides at the wider interval. 0: on a line."""
+    t = claim.threshold
+    if claim.relation == "worse":
+        return abs(gap - t)
+    if claim.relation == "better":
+        return abs(gap + t)
+    wrong_side = (claim.lean == "worse" and gap < 0) or (claim.lean == "better" and gap > 0)
+    return max(abs(abs(gap) - t), abs(gap) if wrong_side else 0.0)
+
+
+def to_decide(claim: Claim, g: Gap) -> str:
+    """In words: what size would decide an inconclusive pair were its gap to hold (`decisive_half`, `sizes_for`),
+    e.g. "a 95% half-width under ±9.1%, against ±30.4% (seeds ±30.3% over 3, items ±1.4%) now, would decide it were
+    the gap to hold at +9.1%: ~10 seeds (items as now)". Only a guide: the gap moves as the size grows."""
+    h = decisive_half(claim, g.gap)
+    if h < 5e-4:
+        return f"the gap {g.gap:+.1%} sits on the line the claim is decided by; no size decides it were it to hold"
+    if g.floor_half >= h:
+        return (f"one seed's interval is never narrower than ±{g.floor_half:.0%}; a half-width under ±{h:.1%} "
+                "needs 3 or more seeds of each, shared")
+    return (f"a 95% half-width under ±{h:.1%}, against {parts_text(g)} now, would decide it were the gap to hold "
+            f"at {g.gap:+.1%}: {' or '.join(sizes_for(g, h))}")
+
+
+def _open_pair(claim: Claim, g: Gap, status: str) -> dict:
+    """What a pair left open carries: "needs", the sentence of `size_needed` (undecidable) or `to_decide`
+    (inconclusive), and "to_decide", its numbers: the half-width now, the one that would decide, the sizes."""
+    if status not in (UNDECIDABLE, "inconclusive"):
+        return {}
+    under = claim.threshold if status == UNDECIDABLE else decisive_half(claim, g.gap)
+    sizes = sizes_for(g, under) if under >= 5e-4 and g.floor_half < under else []
+    return {"needs": (size_needed if status == UNDECIDABLE else to_decide)(claim, g),
+            "to_decide": {"half": round(g.half, 4), "under": round(under, 4), "sizes": sizes}}
 
 
 def _direction(claim: Claim, other: str, g: Gap) -> str:
@@ -268,7 +290,7 @@ def _judge(claim: Claim, rows: list[dict]) -> tuple[dict, bool] | None:
             pairs.append({"other": other, "status": status, "gap": round(g.gap, 4),
                           "interval": [round(g.lo, 4), round(g.hi, 4)], "method": g.method,
                           **({"direction": _direction(claim, other, g)} if status == "not reproduced" else {}),
-                          **({"needs": size_needed(claim, g)} if status == UNDECIDABLE else {})})
+                          **_open_pair(claim, g, status)})
     if not pairs:
         return None
     statuses = [p["status"] for p in pairs]
@@ -278,11 +300,12 @@ def _judge(claim: Claim, rows: list[dict]) -> tuple[dict, bool] | None:
     if note is None and not any(_floor_value(floors, m) for m in claim.gates):
         note = _at_chance(claim, compared) or _below_floor(claim, compared)
     learned = not note
-    if note:
+    if note:  # a floor decides it: the sizes of its open pairs would not
         status = "inconclusive"
+        pairs = [{k: v for k, v in p.items() if k not in ("needs", "to_decide")} for p in pairs]
     elif status == "not reproduced":
         note = "; ".join(p["direction"] for p in pairs if "direction" in p)
-    elif status == UNDECIDABLE:
+    elif status in (UNDECIDABLE, "inconclusive"):
         note = "; ".join(f"{claim.subject} vs {p['other']}: {p['needs']}" for p in pairs if "needs" in p)
     ours = {claim.subject: _stat_dict(a), **{p["other"]: _stat_dict(row_stat(by_variant[p["other"]], claim.metric))
                                             for p in pairs}}

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..evidence.judge import finding_line, judge_rows, status_rank
+from ..evidence.judge import UNDECIDABLE, finding_line, judge_rows, status_rank
 from ..evidence.paper.claims import CLAIMS
 from ..evidence.compare import DEFAULT_SEEDS, SMALL_EVAL, SMALL_EVAL_SEEDS
 from ..evidence.rows import gate_line, with_floor
@@ -242,7 +242,7 @@ def claim_statuses(spec: Spec, sections: list[Section]) -> list[dict]:
         if claim.name in found:
             f = found[claim.name]
             out.append({"claim": claim.name, "table": claim.table, "text": claim.text, "status": f["status"],
-                        "detail": short_finding(f)})
+                        "detail": short_finding(f), **({"open": why} if (why := open_reason(f)) else {})})
             continue
         applies = [k for k in kinds if claim.applies_to(k)]
         missing = [v for v in (claim.subject, *claim.others) if v not in ran]
@@ -264,6 +264,24 @@ def short_finding(f: dict) -> str:
     """A finding's numbers and rule without its status and claim text (the report's table shows those)."""
     line = finding_line(f)
     return line[line.index("Paper:"):] if "Paper:" in line else line
+
+
+def is_open(status: str) -> bool:
+    """Whether a claim's status leaves it open: inconclusive or undecidable at this size (a proxy's too)."""
+    return status.startswith(("inconclusive", UNDECIDABLE))
+
+
+def open_reason(f: dict) -> str | None:
+    """Why a finding's claim is still open (inconclusive or undecidable at this size), in a line: per open pair,
+    its half-width now and the one that would decide it, with the seeds or items that would bring it there
+    (`judge.to_decide`, `judge.size_needed`); else the note (e.g. a metric not learned). None: decided."""
+    if not is_open(f["status"]):
+        return None
+    subject = next(iter(f.get("ours") or {}), "")
+    parts = [f"{subject} vs {p['other']} {p['gap']:+.1%}: ±{d['half']:.1%} now, under ±{d['under']:.1%} would decide"
+             + (f" ({' or '.join(d['sizes'])})" if d["sizes"] else " (more seeds of each, shared)" if d["under"] else
+                " (on the line: no size)") for p in f.get("pairs") or [] if (d := p.get("to_decide"))]
+    return "; ".join(parts) or f.get("note") or "no pair could be compared"
 
 
 def status_counts(claims: list[dict]) -> str:

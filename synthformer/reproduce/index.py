@@ -9,7 +9,7 @@ from pathlib import Path
 from ..evidence import crosstask
 from ..evidence.paper.claims import CLAIMS
 from ..evidence.tables import markdown_table
-from .common import NOT_RUN, ReproduceError, short_finding, status_counts
+from .common import NOT_RUN, ReproduceError, is_open, open_reason, short_finding, status_counts
 from ..utils.integrity import atomic_write_text, read_recorded_json
 
 
@@ -241,30 +241,22 @@ def write_index(root: str | Path) -> Path:
               "report while it runs (the variants finished so far, under the evidence rules), from its table.md "
               "once it has finished (\"grid finished\"), where that is newer than the published report or the "
               "published report predates the rules.", ""]
-    claim_rows = []
-    latest = _interim_findings(root / GRIDS, reports)
-    for name, cid, table, text in all_claims():
-        r = reports.get(name)
-        mine = next((c for c in (r or {}).get("claims", []) if c["claim"] == cid), None)
-        where = f"{name} ({r['budget']})" if r else name
-        pick = _pick(latest.get(cid, []), name)
-        if pick and (mine is None or _overrules(pick, r, name)):
-            f, _, grid, _, report = pick
-            label = "interim" if report != "table.md" else "grid finished"
-            status, detail, where = f"{f['status']} ({label})", short_finding(f), f"[{grid}]({grid}/{report})"
-        elif mine is None:
-            status, detail = (NOT_RUN, f"`synthformer reproduce {name} --budget cpu`") if r is None else ("not checked", "")
-        else:
-            status, detail = mine["status"], mine["detail"]
-            if not r["judged"]:
-                status = f"{status} (old rules)"
-        claim_rows.append([table, f"{text} (`{cid}`)", f"**{status}**", where, _short(detail)])
+    claim_rows, open_rows = _claim_rows(root, reports)
     cross = crosstask.judge_reports(reports)  # the claim across tasks, on the published reports of several names
     where = ", ".join(f"{n} ({reports[n]['budget']})" for n in cross["names"]) or "not run yet"
     claim_rows.append([cross["table"], f"{cross['text']} (`{cross['claim']}`)", f"**{cross['status']}**", where,
                        _short(crosstask.detail(cross))])
     lines += [markdown_table(["table", "claim", "status", "where", "detail"], claim_rows), ""]
     lines += [crosstask.markdown(cross), ""]
+    if open_rows:
+        lines += ["## What would decide the open claims", "",
+                  "Each claim still inconclusive or undecidable at this size, with what keeps it open: per pair left "
+                  "open, the 95% half-width of its gap now and the one under which the interval would decide the "
+                  "claim were the gap to hold where it is (its distance to the line it must clear; for \"undecidable\" "
+                  "the band), with the seeds or evaluation items that would bring it there (each part of the "
+                  "half-width scales as 1/sqrt(n)); or why it was not judged (a metric not learned). Only a guide: "
+                  "gaps move as the size grows.", "",
+                  markdown_table(["table", "claim", "status", "what would decide it"], open_rows), ""]
     lines += ["## Why ours differs", ""]
     for name, module in names().items():
         lines += [f"- **{name}**: {module.SPEC.differences}"]
@@ -276,6 +268,35 @@ def write_index(root: str | Path) -> Path:
     path = root / "README.md"
     atomic_write_text(path, "\n".join(lines))
     return path
+
+
+def _claim_rows(root: Path, reports: dict) -> tuple[list, list]:
+    """The index's rows of every claim (table, claim, status, where, detail), each from its published report or a
+    newer grid's interim / table.md; and the open ones' (table, claim, status, what would decide it)."""
+    claim_rows, open_rows = [], []
+    latest = _interim_findings(root / GRIDS, reports)
+    for name, cid, table, text in all_claims():
+        r = reports.get(name)
+        mine = next((c for c in (r or {}).get("claims", []) if c["claim"] == cid), None)
+        where = f"{name} ({r['budget']})" if r else name
+        pick = _pick(latest.get(cid, []), name)
+        why = None
+        if pick and (mine is None or _overrules(pick, r, name)):
+            f, _, grid, _, report = pick
+            label = "interim" if report != "table.md" else "grid finished"
+            status, detail, where = f"{f['status']} ({label})", short_finding(f), f"[{grid}]({grid}/{report})"
+            why = open_reason(f)
+        elif mine is None:
+            status, detail = (NOT_RUN, f"`synthformer reproduce {name} --budget cpu`") if r is None else ("not checked", "")
+        else:
+            status, detail = mine["status"], mine["detail"]
+            why = mine.get("open") or ("(a report older than this column: publish it again)" if is_open(status) else None)
+            if not r["judged"]:
+                status = f"{status} (old rules)"
+        claim_rows.append([table, f"{text} (`{cid}`)", f"**{status}**", where, _short(detail)])
+        if why:
+            open_rows.append([table, f"`{cid}`", status, _short(why, 600)])
+    return claim_rows, open_rows
 
 
 def _short(text: str, limit: int = 400) -> str:
