@@ -278,9 +278,9 @@ def open_reason(f: dict) -> str | None:
     if not is_open(f["status"]):
         return None
     subject = next(iter(f.get("ours") or {}), "")
-    parts = [f"{subject} vs {p['other']} {p['gap']:+.1%}: ±{d['half']:.1%} now, under ±{d['under']:.1%} would decide"
-             + (f" ({' or '.join(d['sizes'])})" if d["sizes"] else " (more seeds of each, shared)" if d["under"] else
-                " (on the line: no size)") for p in f.get("pairs") or [] if (d := p.get("to_decide"))]
+    parts = [f"{subject} vs {p['other']} {p['gap']:+.1%}: ±{d['half']:.1%} now, under ±{d['under']:.1%} would decide: "
+             + (" or ".join(d["sizes"]) if d["sizes"] else "3 or more seeds of each, shared" if d["under"] else
+                "no size (the gap is on the line)") for p in f.get("pairs") or [] if (d := p.get("to_decide"))]
     return "; ".join(parts) or f.get("note") or "no pair could be compared"
 
 
