@@ -125,9 +125,11 @@ class Progress:
         if mininterval is None:  # a log file: a line a minute, not a second
             mininterval = 0.1 if sys.stderr.isatty() else 60
         # miniters=0: every update past mininterval redraws, so running cells keep the time moving between
-        # finished cells (tqdm's dynamic miniters would wait for the next finished cell: half an hour in a log)
+        # finished cells (tqdm's dynamic miniters would wait for the next finished cell: half an hour in a log);
+        # smoothing=0: the rate is the cells over the whole time (tqdm's smoothed rate sees only the redraw in
+        # which a cell finished, so one cell per redraw interval: "60 s/cell" where cells took 25 minutes)
         self.bar = tqdm(total=total, desc="grid", unit="cell", file=sys.stderr, dynamic_ncols=True,
-                        mininterval=mininterval, miniters=0)
+                        mininterval=mininterval, miniters=0, smoothing=0)
         self.running, self.failed = 0, 0
 
     def update(self, done: int = 0, running: int | None = None, failed: int = 0, line: str | None = None):
