@@ -52,9 +52,9 @@ Every pair (subject A, other B) of a claim is judged on the **gap** = A's shortf
    it: such a pair, when not refuted, is *undecidable at this size* (``UNDECIDABLE``), and the note says what
    would decide it (`size_needed`: each part of the half-width scales as 1/sqrt(n), seeds or items).
    Anything else is inconclusive, its note saying what size would decide it were the gap to hold (`to_decide`:
-   the half-width under the gap's distance to the line it must clear, `decisive_half`). A claim is *not reproduced* when any pair is, else *inconclusive*
-   when any pair is, else *undecidable at this size* when any pair is, else *reproduced*; step 1 overrides
-   all of it with *inconclusive*.
+   the half-width under the gap's distance to the line it must clear, `decisive_half`). A claim is *not
+   reproduced* when any pair is, else *inconclusive* when any pair is, else *undecidable at this size* when any
+   pair is, else *reproduced*; step 1 overrides all of it with *inconclusive*.
 
 4. *Proxy.* A claim with a proxy metric (``Claim.proxy``; the MT BLEU and every Table 3 claim: ``ppl``, the
    teacher-forced perplexity, on the split the rows report) whose own metric is *not learned* by step 1 is judged again,
