@@ -95,6 +95,7 @@ FLOOR_POINTS = {"bleu": 1.0, "rougeL": 1.0}  # BLEU / ROUGE-L points above the c
 BLEU_FLOOR = 1.0  # no floor row: every variant under this BLEU (0-100) learned no output, gaps are noise
 BLEU_PAPER_FRACTION = 0.1  # ... nor under a tenth of the paper's lowest score in the claim
 UNDECIDABLE = "undecidable at this size"  # a band the data's interval cannot fit in: refutable, never reproducible
+ON_LINE = 5e-4  # a gap this close to its decision line: no size decides it (`to_decide`)
 STATUSES = ("reproduced", "not reproduced", "inconclusive", UNDECIDABLE)
 
 
@@ -225,13 +226,19 @@ def to_decide(claim: Claim, g: Gap) -> str:
     e.g. "a 95% half-width under ±9.1%, against ±30.4% (seeds ±30.3% over 3, items ±1.4%) now, would decide it were
     the gap to hold at +9.1%: ~10 seeds (items as now)". Only a guide: the gap moves as the size grows."""
     h = decisive_half(claim, g.gap)
-    if h < 5e-4:
+    sizes = _sizes(g, h)
+    if h < ON_LINE:
         return f"the gap {g.gap:+.1%} sits on the line the claim is decided by; no size decides it were it to hold"
-    if g.floor_half >= h:
+    if not sizes:
         return (f"one seed's interval is never narrower than ±{g.floor_half:.0%}; a half-width under ±{h:.1%} "
                 "needs 3 or more seeds of each, shared")
     return (f"a 95% half-width under ±{h:.1%}, against {parts_text(g)} now, would decide it were the gap to hold "
-            f"at {g.gap:+.1%}: {' or '.join(sizes_for(g, h))}")
+            f"at {g.gap:+.1%}: {' or '.join(sizes)}")
+
+
+def _sizes(g: Gap, under: float) -> list[str]:
+    """`sizes_for(g, under)`, or none where no size reaches it (a gap on its line, one seed's floor)."""
+    return sizes_for(g, under) if under >= ON_LINE and g.floor_half < under else []
 
 
 def _open_pair(claim: Claim, g: Gap, status: str) -> dict:
@@ -240,9 +247,8 @@ def _open_pair(claim: Claim, g: Gap, status: str) -> dict:
     if status not in (UNDECIDABLE, "inconclusive"):
         return {}
     under = claim.threshold if status == UNDECIDABLE else decisive_half(claim, g.gap)
-    sizes = sizes_for(g, under) if under >= 5e-4 and g.floor_half < under else []
     return {"needs": (size_needed if status == UNDECIDABLE else to_decide)(claim, g),
-            "to_decide": {"half": round(g.half, 4), "under": round(under, 4), "sizes": sizes}}
+            "to_decide": {"half": round(g.half, 4), "under": round(under, 4), "sizes": _sizes(g, under)}}
 
 
 def _direction(claim: Claim, other: str, g: Gap) -> str:
